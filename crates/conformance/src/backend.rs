@@ -1,0 +1,116 @@
+//! The trait a provider implements to run the suite.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use managed_agents_core::{Mode, Provider, SessionOptions};
+
+use crate::{InputLog, Script};
+
+/// What a backend can do, selecting the scenarios that apply to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// The provider's connection mode.
+    pub mode: Mode,
+    /// The provider's optional capabilities (outcomes, transcript, interrupt …).
+    pub provider: managed_agents_core::Capabilities,
+    /// A dropped stream can be reconnected, re-running pending tool calls ([`crate::Fault::DropStreamAfter`]).
+    pub reconnect: bool,
+    /// Events can be delivered twice ([`crate::Fault::DuplicateEvents`]).
+    pub duplicate_delivery: bool,
+    /// A `requires_action` can be split across batches ([`crate::Fault::SplitRequiresAction`]).
+    pub split_requires_action: bool,
+    /// An existing session can be reattached by id.
+    pub resume: bool,
+}
+
+impl Capabilities {
+    /// A backend of `mode` with no optional capability.
+    pub const fn new(mode: Mode) -> Self {
+        Self {
+            mode,
+            provider: managed_agents_core::Capabilities::none(),
+            reconnect: false,
+            duplicate_delivery: false,
+            split_requires_action: false,
+            resume: false,
+        }
+    }
+
+    /// With the provider's capabilities.
+    pub const fn with_provider(mut self, provider: managed_agents_core::Capabilities) -> Self {
+        self.provider = provider;
+        self
+    }
+
+    /// With reconnect.
+    pub const fn with_reconnect(mut self) -> Self {
+        self.reconnect = true;
+        self
+    }
+
+    /// With duplicate delivery.
+    pub const fn with_duplicate_delivery(mut self) -> Self {
+        self.duplicate_delivery = true;
+        self
+    }
+
+    /// With split `requires_action` batches.
+    pub const fn with_split_requires_action(mut self) -> Self {
+        self.split_requires_action = true;
+        self
+    }
+
+    /// With resume by session id.
+    pub const fn with_resume(mut self) -> Self {
+        self.resume = true;
+        self
+    }
+}
+
+/// A provider under test, ready to play one script.
+pub struct Harness<P: ?Sized> {
+    /// The provider, pointed at the backend.
+    pub provider: Arc<P>,
+    /// Options the provider needs to open a session there (agent ids …); scenarios add their own.
+    pub options: SessionOptions,
+    /// What the backend received.
+    pub log: InputLog,
+    keep_alive: Option<Box<dyn Any + Send + Sync>>,
+}
+
+impl<P: ?Sized> Harness<P> {
+    /// A harness for `provider`.
+    pub fn new(provider: Arc<P>, options: SessionOptions, log: InputLog) -> Self {
+        Self { provider, options, log, keep_alive: None }
+    }
+
+    /// Keeps `guard` (e.g. an emulator server) alive as long as the harness.
+    pub fn keep_alive(mut self, guard: impl Any + Send + Sync) -> Self {
+        self.keep_alive = Some(Box::new(guard));
+        self
+    }
+
+    /// A copy of the backend's options, to add the scenario's own.
+    pub fn options(&self) -> SessionOptions {
+        self.options.clone()
+    }
+}
+
+/// Starts a provider against something that plays a [`Script`]: an emulator on loopback, or an in-memory fake.
+///
+/// Implement it once per provider; the [`conformance_suite!`](crate::conformance_suite) macro then stamps one
+/// test per scenario.
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// The provider under test.
+    type Provider: Provider + 'static;
+
+    /// What the backend can do.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Starts a backend playing `script` and a provider pointed at it.
+    async fn start(&self, script: Script) -> Harness<Self::Provider>;
+}

@@ -1,0 +1,54 @@
+//! Conformance backends for the reference providers.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use managed_agents_core::{Mode, Provider, SessionOptions};
+
+use super::{RequestResponseReference, StreamingReference};
+use crate::{Backend, Capabilities, Harness, Script};
+
+/// Runs the suite against [`StreamingReference`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StreamingReferenceBackend;
+
+#[async_trait]
+impl Backend for StreamingReferenceBackend {
+    type Provider = StreamingReference;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::new(Mode::Streaming)
+            .with_provider(StreamingReference::new(Script::new()).capabilities())
+            .with_reconnect()
+            .with_duplicate_delivery()
+            .with_split_requires_action()
+            .with_resume()
+    }
+
+    async fn start(&self, script: Script) -> Harness<StreamingReference> {
+        let provider = StreamingReference::new(script);
+        let log = provider.log();
+        Harness::new(Arc::new(provider), SessionOptions::new(), log)
+    }
+}
+
+/// Runs the suite against [`RequestResponseReference`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestResponseReferenceBackend;
+
+#[async_trait]
+impl Backend for RequestResponseReferenceBackend {
+    type Provider = RequestResponseReference;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::new(Mode::RequestResponse)
+            .with_provider(RequestResponseReference::new(Script::new()).capabilities())
+            .with_resume()
+    }
+
+    async fn start(&self, script: Script) -> Harness<RequestResponseReference> {
+        let provider = RequestResponseReference::new(script);
+        let log = provider.log();
+        Harness::new(Arc::new(provider), SessionOptions::new(), log)
+    }
+}

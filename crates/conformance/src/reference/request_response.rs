@@ -1,0 +1,140 @@
+//! The request/response reference provider.
+
+use async_trait::async_trait;
+use managed_agents_core::{
+    Capabilities, Connection, Error, Event, LiveEvents, OpenConnection, OpenRequest, Provider,
+    RequestResponseConnection, ToolUse, TurnInput, TurnResult,
+};
+use serde_json::{Value, json};
+
+use super::wire;
+use super::world::{SharedWorld, transcript_entry};
+use crate::{InputLog, Script};
+
+/// An in-memory request/response provider that plays a [`Script`]: each input is one call returning the
+/// turn's events (also reported live as they are produced). It keeps the conversation client-side (transcript
+/// capability): open it with a previous transcript as `history` to continue, or with a `session_id` to
+/// reattach.
+#[derive(Clone)]
+pub struct RequestResponseReference {
+    world: SharedWorld,
+}
+
+impl RequestResponseReference {
+    /// The provider's name.
+    pub const NAME: &'static str = "reference-request-response";
+
+    /// A provider playing `script`.
+    pub fn new(script: Script) -> Self {
+        Self { world: SharedWorld::new(Self::NAME, script, false) }
+    }
+
+    /// What the provider received.
+    pub fn log(&self) -> InputLog {
+        self.world.lock().log.clone()
+    }
+}
+
+#[async_trait]
+impl Provider for RequestResponseReference {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none().with_transcript()
+    }
+
+    async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
+        let mut world = self.world.lock();
+        let (session_id, reattached) = match request.session_id {
+            Some(id) => {
+                world.session(&id)?;
+                (id, true)
+            }
+            None => (world.create_session(), false),
+        };
+        let resumed = reattached || !request.history.is_empty();
+        Ok(OpenConnection::RequestResponse(Box::new(RequestResponseReferenceConnection {
+            world: self.world.clone(),
+            session_id,
+            resumed,
+            transcript: request.history,
+        })))
+    }
+
+    fn normalize(&self, events: &[Event]) -> TurnResult {
+        wire::normalize(events)
+    }
+
+    fn text_delta(&self, event: &Event) -> Option<String> {
+        wire::text_delta(event)
+    }
+
+    fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
+        wire::pending_tool_uses(events)
+    }
+}
+
+struct RequestResponseReferenceConnection {
+    world: SharedWorld,
+    session_id: String,
+    resumed: bool,
+    transcript: Vec<Value>,
+}
+
+impl RequestResponseReferenceConnection {
+    fn remember_input(&mut self, input: &TurnInput) {
+        match input {
+            TurnInput::Kickoff { prompt, .. } => self.transcript.push(transcript_entry("user", prompt)),
+            TurnInput::Message { text } => self.transcript.push(transcript_entry("user", text)),
+            TurnInput::ToolResults { results, .. } => {
+                for result in results {
+                    self.transcript.push(json!({
+                        "role": "tool", "tool_call_id": result.tool_use_id, "content": result.text
+                    }));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn remember_turn(&mut self, events: &[Event]) {
+        let turn = wire::normalize(events);
+        let calls: Vec<Value> =
+            turn.custom_tool_uses.iter().map(|u| json!({"id": u.id, "name": u.name, "input": u.input})).collect();
+        let mut entry = transcript_entry("assistant", &turn.text);
+        if !calls.is_empty() {
+            entry["tool_calls"] = Value::Array(calls);
+        }
+        self.transcript.push(entry);
+    }
+}
+
+#[async_trait]
+impl Connection for RequestResponseReferenceConnection {
+    fn session_id(&self) -> Option<String> {
+        Some(self.session_id.clone())
+    }
+
+    fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    fn transcript(&self) -> Option<Vec<Value>> {
+        Some(self.transcript.clone())
+    }
+}
+
+#[async_trait]
+impl RequestResponseConnection for RequestResponseReferenceConnection {
+    async fn poll_turn(&mut self, input: TurnInput, live: LiveEvents) -> Result<Vec<Event>, Error> {
+        self.remember_input(&input);
+        let played = self.world.lock().accept(&self.session_id, input)?;
+        for event in &played.events {
+            live.emit(event.clone());
+        }
+        self.remember_turn(&played.events);
+        Ok(played.events)
+    }
+}

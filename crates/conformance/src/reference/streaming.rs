@@ -1,0 +1,134 @@
+//! The streaming reference provider.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use managed_agents_core::{
+    Capabilities, Connection, Error, Event, OpenConnection, OpenRequest, Provider, Reconnected, StreamItem,
+    StreamingConnection, ToolUse, TurnInput, TurnResult,
+};
+use tokio::sync::mpsc;
+
+use super::wire;
+use super::world::{SharedWorld, deliver};
+use crate::{InputLog, Script};
+
+/// An in-memory streaming provider that plays a [`Script`]: events carry ids, a `stop` event ends each turn,
+/// tool results are echoed into the history, and a dropped stream can be reconnected (listing the history and
+/// the tool calls still unanswered). It supports outcomes and interrupts, and injects
+/// [`Fault::DropStreamAfter`](crate::Fault::DropStreamAfter), [`Fault::DuplicateEvents`](crate::Fault) and
+/// [`Fault::SplitRequiresAction`](crate::Fault).
+#[derive(Clone)]
+pub struct StreamingReference {
+    world: SharedWorld,
+}
+
+impl StreamingReference {
+    /// The provider's name.
+    pub const NAME: &'static str = "reference-streaming";
+
+    /// A provider playing `script`.
+    pub fn new(script: Script) -> Self {
+        Self { world: SharedWorld::new(Self::NAME, script, true) }
+    }
+
+    /// What the provider received.
+    pub fn log(&self) -> InputLog {
+        self.world.lock().log.clone()
+    }
+}
+
+#[async_trait]
+impl Provider for StreamingReference {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none().with_outcomes().with_interrupt()
+    }
+
+    async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
+        let mut world = self.world.lock();
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let (session_id, resumed) = match request.session_id {
+            Some(id) => {
+                world.session(&id)?;
+                (id, true)
+            }
+            None => {
+                let id = world.create_session();
+                let _ = sender.send(StreamItem::Connected);
+                world.session(&id)?.stream = Some(sender);
+                (id, false)
+            }
+        };
+        Ok(OpenConnection::Streaming(Box::new(StreamingReferenceConnection {
+            world: self.world.clone(),
+            session_id,
+            resumed,
+            receiver,
+        })))
+    }
+
+    fn normalize(&self, events: &[Event]) -> TurnResult {
+        wire::normalize(events)
+    }
+
+    fn is_turn_boundary(&self, event: &Event) -> bool {
+        wire::is_turn_boundary(event)
+    }
+
+    fn text_delta(&self, event: &Event) -> Option<String> {
+        wire::text_delta(event)
+    }
+
+    fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
+        wire::pending_tool_uses(events)
+    }
+}
+
+struct StreamingReferenceConnection {
+    world: SharedWorld,
+    session_id: String,
+    resumed: bool,
+    receiver: mpsc::UnboundedReceiver<StreamItem>,
+}
+
+#[async_trait]
+impl Connection for StreamingReferenceConnection {
+    fn session_id(&self) -> Option<String> {
+        Some(self.session_id.clone())
+    }
+
+    fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    async fn reconnect(&mut self, seen: &HashSet<String>) -> Result<Reconnected, Error> {
+        let mut world = self.world.lock();
+        let session = world.session(&self.session_id)?;
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let _ = sender.send(StreamItem::Connected);
+        session.stream = Some(sender);
+        self.receiver = receiver;
+        let history = session.history.iter().filter(|e| e.id().is_none_or(|id| !seen.contains(id))).cloned().collect();
+        let seen_ids = session.history.iter().filter_map(|e| e.id().map(str::to_string)).collect();
+        Ok(Reconnected::new(wire::unanswered(&session.history), history, seen_ids))
+    }
+}
+
+#[async_trait]
+impl StreamingConnection for StreamingReferenceConnection {
+    async fn push(&mut self, input: TurnInput) -> Result<(), Error> {
+        let mut world = self.world.lock();
+        let played = world.accept(&self.session_id, input)?;
+        deliver(world.session(&self.session_id)?, &played);
+        Ok(())
+    }
+
+    async fn next_item(&mut self) -> StreamItem {
+        // The world keeps a sender while the stream is up; a dropped sender is a closed stream.
+        self.receiver.recv().await.unwrap_or(StreamItem::Closed)
+    }
+}

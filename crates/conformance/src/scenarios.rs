@@ -1,0 +1,611 @@
+//! The scenarios: one `pub async fn` per behaviour, each taking a [`Backend`].
+//!
+//! A scenario returns [`Verdict::Passed`], returns [`Verdict::Skipped`] with the reason when the backend lacks a
+//! capability it needs, and panics (failing its test) when the provider misbehaves. [`ALL`] lists every scenario
+//! with its requirement; the [`conformance_suite!`](crate::conformance_suite) macro stamps a test for each.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use managed_agents_core::{
+    Error, Event, GuardDecision, Handler, Mode, Outcome, ReconnectPolicy, Session, SessionOptions,
+    SessionResult, TEXT_DELTA_TYPE, Terminal, TerminalReason, ToolResult, tool_fn, tool_fn_with_info,
+};
+use serde_json::json;
+use tokio::sync::{Barrier, Notify};
+
+use crate::support::{EchoTools, TaskCounter, echo_text, recording};
+use crate::{Backend, Capabilities, Fault, Harness, RecordedInput, Script, ScriptToolCall, ScriptTurn};
+
+/// How a scenario ended (a failing scenario panics instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every assertion held.
+    Passed,
+    /// The backend lacks what the scenario needs.
+    Skipped(&'static str),
+}
+
+/// Says why a backend with these capabilities cannot run a scenario, or `None` when it can.
+pub type Requirement = fn(&Capabilities) -> Option<&'static str>;
+
+/// A scenario's name and requirement.
+#[derive(Debug, Clone, Copy)]
+pub struct ScenarioInfo {
+    /// The scenario's function name (and test name).
+    pub name: &'static str,
+    /// What it needs.
+    pub requires: Requirement,
+}
+
+/// Every scenario of the suite.
+pub const ALL: &[ScenarioInfo] = &[
+    ScenarioInfo { name: "plain_end_turn", requires: always },
+    ScenarioInfo { name: "single_tool_round_trip", requires: always },
+    ScenarioInfo { name: "parallel_tools_keep_order", requires: always },
+    ScenarioInfo { name: "tool_error_result", requires: always },
+    ScenarioInfo { name: "tool_panic_becomes_error", requires: always },
+    ScenarioInfo { name: "multi_turn_tool_loop", requires: always },
+    ScenarioInfo { name: "terminated_turn", requires: always },
+    ScenarioInfo { name: "max_turns_exceeded", requires: always },
+    ScenarioInfo { name: "turn_guard_halts", requires: always },
+    ScenarioInfo { name: "terminal_tool_reprompt", requires: always },
+    ScenarioInfo { name: "terminal_tool_exhaustion", requires: always },
+    ScenarioInfo { name: "text_delta_emission", requires: always },
+    ScenarioInfo { name: "usage_accumulation", requires: always },
+    ScenarioInfo { name: "invalid_options_rejected", requires: always },
+    ScenarioInfo { name: "follow_up_message", requires: always },
+    ScenarioInfo { name: "message_queued_mid_turn", requires: always },
+    ScenarioInfo { name: "send_event_passthrough", requires: always },
+    ScenarioInfo { name: "timeout_cleans_up", requires: always },
+    ScenarioInfo { name: "cancellation_cleans_up", requires: always },
+    ScenarioInfo { name: "split_requires_action_recovery", requires: needs_split },
+    ScenarioInfo { name: "duplicate_event_dedupe", requires: needs_duplicates },
+    ScenarioInfo { name: "stream_drop_reconnect_redrive", requires: needs_reconnect },
+    ScenarioInfo { name: "resume_with_prompt", requires: needs_resume },
+    ScenarioInfo { name: "transcript_reattach", requires: needs_transcript },
+    ScenarioInfo { name: "outcome_kickoff", requires: needs_outcomes },
+    ScenarioInfo { name: "outcome_rejected_when_unsupported", requires: needs_no_outcomes },
+];
+
+fn always(_: &Capabilities) -> Option<&'static str> {
+    None
+}
+
+fn needs_split(c: &Capabilities) -> Option<&'static str> {
+    (!c.split_requires_action).then_some("the backend cannot split a requires_action across batches")
+}
+
+fn needs_duplicates(c: &Capabilities) -> Option<&'static str> {
+    (!c.duplicate_delivery).then_some("the backend cannot deliver events twice (no event ids to dedupe on this wire)")
+}
+
+fn needs_reconnect(c: &Capabilities) -> Option<&'static str> {
+    (c.mode != Mode::Streaming || !c.reconnect).then_some("the provider has no event stream to drop and reconnect")
+}
+
+fn needs_resume(c: &Capabilities) -> Option<&'static str> {
+    (!c.resume).then_some("the provider cannot reattach to a session by id")
+}
+
+fn needs_transcript(c: &Capabilities) -> Option<&'static str> {
+    (!c.provider.transcript).then_some("the provider keeps no client-side transcript")
+}
+
+fn needs_outcomes(c: &Capabilities) -> Option<&'static str> {
+    (!c.provider.outcomes).then_some("the provider does not support outcomes")
+}
+
+fn needs_no_outcomes(c: &Capabilities) -> Option<&'static str> {
+    c.provider.outcomes.then_some("the provider supports outcomes (see outcome_kickoff)")
+}
+
+macro_rules! require {
+    ($backend:expr, $requirement:expr) => {
+        if let Some(reason) = $requirement(&$backend.capabilities()) {
+            return Verdict::Skipped(reason);
+        }
+    };
+}
+
+/// Options for one run: the harness's own, with a timeout that turns a hang into a failure.
+fn options<P: ?Sized>(harness: &Harness<P>) -> SessionOptions {
+    harness.options().timeout(Duration::from_secs(30))
+}
+
+/// A reconnect policy without waiting, so drop scenarios run fast.
+fn quick_reconnect() -> ReconnectPolicy {
+    ReconnectPolicy { initial: Duration::from_millis(1), max: Duration::from_millis(5), jitter: 0.0, max_attempts: Some(20) }
+}
+
+fn kickoff(prompt: &str) -> RecordedInput {
+    RecordedInput::Kickoff { prompt: Some(prompt.to_string()), outcome: None }
+}
+
+fn echo_result(id: &str, name: &str, input: serde_json::Value) -> ToolResult {
+    ToolResult::ok(id, echo_text(name, &input))
+}
+
+fn assert_unique_event_ids(result: &SessionResult) {
+    let mut ids = std::collections::HashSet::new();
+    for event in &result.events {
+        if let Some(id) = event.id() {
+            assert!(ids.insert(id.to_string()), "event {id} is recorded twice in SessionResult.events");
+        }
+    }
+}
+
+fn assert_completed(result: &SessionResult, terminal: Terminal) {
+    assert_eq!(result.terminal_reason, TerminalReason::Completed, "terminal_reason of {result:?}");
+    assert_eq!(result.terminal, terminal, "terminal of {result:?}");
+}
+
+/// A one-turn session that only talks: end_turn, the text, one turn, the prompt delivered as the kickoff.
+pub async fn plain_end_turn<B: Backend>(backend: &B) -> Verdict {
+    let harness = backend.start(Script::new().turn(ScriptTurn::text("Hello there."))).await;
+    let (handler, seen) = recording(EchoTools);
+    let result = Session::run(&*harness.provider, handler, options(&harness).prompt("Hi")).await.expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    assert_eq!(result.text, "Hello there.");
+    assert_eq!(result.turns, 1);
+    assert!(result.custom_tool_uses.is_empty());
+    assert!(!result.events.is_empty(), "the raw events are kept");
+    assert!(seen.calls().is_empty());
+    assert_eq!(harness.log.inputs(), vec![kickoff("Hi")]);
+    Verdict::Passed
+}
+
+/// One tool call: the handler runs it with the model's input, its result goes back, the model ends its turn.
+pub async fn single_tool_round_trip<B: Backend>(backend: &B) -> Verdict {
+    let input = json!({"city": "Oslo"});
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("call_1", "get_weather", input.clone()))
+        .turn(ScriptTurn::text("Sunny."));
+    let harness = backend.start(script).await;
+    let (handler, seen) = recording(EchoTools);
+    let result = Session::run(&*harness.provider, handler, options(&harness).prompt("Weather?")).await.expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    assert_eq!(result.text, "Sunny.");
+    assert_eq!(result.turns, 2);
+    let calls = seen.calls();
+    assert_eq!(calls.len(), 1, "one tool call: {calls:?}");
+    assert_eq!((calls[0].id.as_str(), calls[0].name.as_str()), ("call_1", "get_weather"));
+    assert_eq!(calls[0].input, input);
+    assert_eq!(result.custom_tool_uses, calls);
+    assert_eq!(seen.infos()[0].session_id, result.session_id, "handlers see the session id");
+    assert_eq!(
+        harness.log.inputs(),
+        vec![kickoff("Weather?"), RecordedInput::ToolResults(vec![echo_result("call_1", "get_weather", input)])]
+    );
+    Verdict::Passed
+}
+
+/// Three calls in one turn run at the same time (each waits until all three have started) and their results go
+/// back in call order.
+pub async fn parallel_tools_keep_order<B: Backend>(backend: &B) -> Verdict {
+    let calls = ["a", "b", "c"].map(|n| ScriptToolCall::new(format!("call_{n}"), format!("tool_{n}"), json!({"n": n})));
+    let script = Script::new().turn(ScriptTurn::tool_calls(calls)).turn(ScriptTurn::text("All done."));
+    let harness = backend.start(script).await;
+    let barrier = Arc::new(Barrier::new(3));
+    let handler = tool_fn(move |name, _input| {
+        let barrier = Arc::clone(&barrier);
+        async move {
+            // Sequential execution would never get past this point (and the run would time out).
+            barrier.wait().await;
+            Ok(format!("result of {name}"))
+        }
+    });
+    let result = Session::run(&*harness.provider, handler, options(&harness)).await.expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    let expected: Vec<ToolResult> =
+        ["a", "b", "c"].iter().map(|n| ToolResult::ok(format!("call_{n}"), format!("result of tool_{n}"))).collect();
+    assert_eq!(harness.log.tool_results(), expected, "results in call order");
+    Verdict::Passed
+}
+
+/// A tool that fails sends an error result; the session goes on.
+pub async fn tool_error_result<B: Backend>(backend: &B) -> Verdict {
+    let script =
+        Script::new().turn(ScriptTurn::tool_call("call_1", "lookup", json!({}))).turn(ScriptTurn::text("Sorry."));
+    let harness = backend.start(script).await;
+    let handler = tool_fn(|_, _| async { Err("no such record".into()) });
+    let result = Session::run(&*harness.provider, handler, options(&harness)).await.expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    assert_eq!(harness.log.tool_results(), vec![ToolResult::error("call_1", "no such record")]);
+    Verdict::Passed
+}
+
+/// A tool that panics sends an error result naming the panic; the session goes on.
+pub async fn tool_panic_becomes_error<B: Backend>(backend: &B) -> Verdict {
+    let script =
+        Script::new().turn(ScriptTurn::tool_call("call_1", "explode", json!({}))).turn(ScriptTurn::text("Oops."));
+    let harness = backend.start(script).await;
+    let handler = tool_fn(|_, _| async { panic!("kaboom") });
+    let result = Session::run(&*harness.provider, handler, options(&harness)).await.expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    let results = harness.log.tool_results();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].is_error && results[0].text.contains("kaboom"), "{results:?}");
+    Verdict::Passed
+}
+
+/// Three tool turns in a row, then the answer: four turns, every call answered once, in order.
+pub async fn multi_turn_tool_loop<B: Backend>(backend: &B) -> Verdict {
+    let script = (1..=3)
+        .fold(Script::new(), |s, n| s.turn(ScriptTurn::tool_call(format!("call_{n}"), "step", json!({"n": n}))))
+        .turn(ScriptTurn::text("Finished."));
+    let harness = backend.start(script).await;
+    let result = Session::run(&*harness.provider, EchoTools, options(&harness)).await.expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    assert_eq!(result.turns, 4);
+    assert_eq!(result.custom_tool_uses.iter().map(|u| u.id.as_str()).collect::<Vec<_>>(), ["call_1", "call_2", "call_3"]);
+    let expected: Vec<ToolResult> = (1..=3).map(|n| echo_result(&format!("call_{n}"), "step", json!({"n": n}))).collect();
+    assert_eq!(harness.log.tool_results(), expected);
+    Verdict::Passed
+}
+
+/// A turn the loop host ends for its own reason completes the run with `Terminated` and the raw stop reason.
+pub async fn terminated_turn<B: Backend>(backend: &B) -> Verdict {
+    let harness = backend.start(Script::new().turn(ScriptTurn::terminated("max_tokens"))).await;
+    let result = Session::run(&*harness.provider, EchoTools, options(&harness)).await.expect("run");
+    assert_completed(&result, Terminal::Terminated);
+    assert!(result.stop_reason.is_some(), "the raw stop reason is kept");
+    Verdict::Passed
+}
+
+/// With `max_turns(2)` a third turn fails the run; the error keeps the three turns' events.
+pub async fn max_turns_exceeded<B: Backend>(backend: &B) -> Verdict {
+    let script = (1..=3)
+        .fold(Script::new(), |s, n| s.turn(ScriptTurn::tool_call(format!("call_{n}"), "step", json!({}))))
+        .turn(ScriptTurn::text("never reached"));
+    let harness = backend.start(script).await;
+    let error = Session::run(&*harness.provider, EchoTools, options(&harness).max_turns(2)).await.expect_err("fails");
+    let Error::MaxTurnsExceeded { max_turns, partial } = &error else { panic!("expected MaxTurnsExceeded: {error:?}") };
+    assert_eq!(*max_turns, 2);
+    assert_eq!(partial.turns, 3, "N turns are allowed; the error comes on turn N+1");
+    assert_eq!(partial.terminal_reason, TerminalReason::MaxTurns);
+    assert!(!partial.events.is_empty());
+    assert_eq!(harness.log.inputs().len(), 3);
+    Verdict::Passed
+}
+
+/// The turn guard sees usage and turn count after every turn and can halt the session.
+pub async fn turn_guard_halts<B: Backend>(backend: &B) -> Verdict {
+    let script = (1..=3)
+        .fold(Script::new(), |s, n| s.turn(ScriptTurn::tool_call(format!("call_{n}"), "step", json!({})).with_usage(10, 1)))
+        .turn(ScriptTurn::text("never reached"));
+    let harness = backend.start(script).await;
+    let guard = |ctx: &managed_agents_core::GuardContext<'_>| {
+        if ctx.usage.input_tokens >= 20 { GuardDecision::Halt(format!("budget spent at turn {}", ctx.turns)) } else { GuardDecision::Continue }
+    };
+    let error =
+        Session::run(&*harness.provider, EchoTools, options(&harness).turn_guard(guard)).await.expect_err("halts");
+    let Error::Halted { reason, partial } = &error else { panic!("expected Halted: {error:?}") };
+    assert_eq!(reason, "budget spent at turn 2");
+    assert_eq!(partial.turns, 2);
+    assert_eq!(partial.terminal_reason, TerminalReason::HaltedByGuard);
+    Verdict::Passed
+}
+
+/// Ending the turn without the terminal tool re-prompts the model, which then calls it.
+pub async fn terminal_tool_reprompt<B: Backend>(backend: &B) -> Verdict {
+    let script = Script::new()
+        .turn(ScriptTurn::text("I think I am done."))
+        .turn(ScriptTurn::tool_call("call_1", "submit", json!({"answer": 42})))
+        .turn(ScriptTurn::text("Submitted."));
+    let harness = backend.start(script).await;
+    let result =
+        Session::run(&*harness.provider, EchoTools, options(&harness).prompt("Go").terminal_tool("submit"))
+            .await
+            .expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    assert_eq!(result.turns, 3);
+    let inputs = harness.log.inputs();
+    assert_eq!(inputs.len(), 3, "{inputs:?}");
+    assert!(matches!(&inputs[1], RecordedInput::Message(text) if text.contains("submit")), "{inputs:?}");
+    Verdict::Passed
+}
+
+/// When the re-prompts run out, the run ends with `NoTerminalTool` (and `EndTurn`).
+pub async fn terminal_tool_exhaustion<B: Backend>(backend: &B) -> Verdict {
+    let script = Script::new().turn(ScriptTurn::text("Done.")).turn(ScriptTurn::text("Really done."));
+    let harness = backend.start(script).await;
+    let opts = options(&harness).terminal_tool("submit").max_reprompts(1);
+    let result = Session::run(&*harness.provider, EchoTools, opts).await.expect("run");
+    assert_eq!(result.terminal_reason, TerminalReason::NoTerminalTool);
+    assert_eq!(result.terminal, Terminal::EndTurn);
+    assert_eq!(result.turns, 2);
+    assert_eq!(harness.log.inputs().len(), 2);
+    Verdict::Passed
+}
+
+/// Assistant text reaches the handler as synthetic text-delta events, which never enter the result's events.
+pub async fn text_delta_emission<B: Backend>(backend: &B) -> Verdict {
+    let harness = backend.start(Script::new().turn(ScriptTurn::chunks(["Hel", "lo ", "world"]))).await;
+    let (handler, seen) = recording(EchoTools);
+    let result = Session::run(&*harness.provider, handler, options(&harness)).await.expect("run");
+    assert_eq!(result.text, "Hello world");
+    assert_eq!(seen.streamed_text(), "Hello world");
+    assert!(result.events.iter().all(|e| e.kind() != Some(TEXT_DELTA_TYPE)), "no synthetic event is recorded");
+    let raw_seen = seen.events().iter().filter(|e| !e.is_text_delta()).count();
+    assert!(raw_seen >= result.events.len(), "every recorded event was handed to the handler");
+    Verdict::Passed
+}
+
+/// Usage is summed over the turns of a request; the provider's usage objects are kept.
+pub async fn usage_accumulation<B: Backend>(backend: &B) -> Verdict {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("call_1", "step", json!({})).with_usage(10, 5))
+        .turn(ScriptTurn::text("ok").with_usage(7, 3));
+    let harness = backend.start(script).await;
+    let result = Session::run(&*harness.provider, EchoTools, options(&harness)).await.expect("run");
+    assert_eq!((result.usage.input_tokens, result.usage.output_tokens), (17, 8));
+    assert!(!result.usage.raw.is_empty(), "raw usage objects are kept");
+    Verdict::Passed
+}
+
+/// Invalid options are rejected before anything reaches the backend, naming the option.
+pub async fn invalid_options_rejected<B: Backend>(backend: &B) -> Verdict {
+    let harness = backend.start(Script::new().turn(ScriptTurn::text("unused"))).await;
+    let error = Session::run(&*harness.provider, EchoTools, options(&harness).max_turns(0)).await.expect_err("fails");
+    assert!(matches!(error, Error::InvalidOption { option: "max_turns", .. }), "{error:?}");
+    let error =
+        Session::run(&*harness.provider, EchoTools, options(&harness).terminal_tool("")).await.expect_err("fails");
+    assert!(matches!(error, Error::InvalidOption { option: "terminal_tool", .. }), "{error:?}");
+    assert!(harness.log.inputs().is_empty(), "nothing was sent");
+    Verdict::Passed
+}
+
+/// A live session stays up after its result; a follow-up message starts a new request with fresh counters.
+pub async fn follow_up_message<B: Backend>(backend: &B) -> Verdict {
+    let script = Script::new().turn(ScriptTurn::text("First.")).turn(ScriptTurn::text("Second."));
+    let harness = backend.start(script).await;
+    let mut session =
+        Session::start(Arc::clone(&harness.provider), EchoTools, options(&harness).prompt("one")).await.expect("start");
+    let first = session.next_result().await.expect("first result");
+    assert_eq!((first.text.as_str(), first.turns), ("First.", 1));
+    session.message("two").expect("message");
+    let second = session.next_result().await.expect("second result");
+    assert_eq!((second.text.as_str(), second.turns), ("Second.", 1), "turns count per request");
+    assert!(second.events.len() <= first.events.len() + 2, "events are counted per request");
+    assert_eq!(harness.log.inputs(), vec![kickoff("one"), RecordedInput::Message("two".into())]);
+    session.close().await;
+    Verdict::Passed
+}
+
+/// A message sent while a turn is in flight is queued and delivered after the current request ends.
+pub async fn message_queued_mid_turn<B: Backend>(backend: &B) -> Verdict {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("call_1", "wait", json!({})))
+        .turn(ScriptTurn::text("First done."))
+        .turn(ScriptTurn::text("Second done."));
+    let harness = backend.start(script).await;
+    let started = Arc::new(Notify::new());
+    let release = Arc::new(Notify::new());
+    let handler = {
+        let (started, release) = (Arc::clone(&started), Arc::clone(&release));
+        tool_fn(move |_, _| {
+            let (started, release) = (Arc::clone(&started), Arc::clone(&release));
+            async move {
+                started.notify_one();
+                release.notified().await;
+                Ok("released".to_string())
+            }
+        })
+    };
+    let mut session = Session::start(Arc::clone(&harness.provider), handler, options(&harness)).await.expect("start");
+    started.notified().await;
+    session.message("and another thing").expect("message");
+    release.notify_one();
+    let first = session.next_result().await.expect("first");
+    assert_eq!(first.text, "First done.");
+    let second = session.next_result().await.expect("second");
+    assert_eq!(second.text, "Second done.");
+    let inputs = harness.log.inputs();
+    assert_eq!(inputs.len(), 3, "{inputs:?}");
+    assert!(matches!(inputs[1], RecordedInput::ToolResults(_)), "{inputs:?}");
+    assert_eq!(inputs[2], RecordedInput::Message("and another thing".into()), "the message waited for the turn");
+    session.close().await;
+    Verdict::Passed
+}
+
+/// Raw events are posted verbatim on streaming providers and refused with `Unsupported` by request/response ones.
+pub async fn send_event_passthrough<B: Backend>(backend: &B) -> Verdict {
+    let harness = backend.start(Script::new().turn(ScriptTurn::text("Hi."))).await;
+    let mut session = Session::start(Arc::clone(&harness.provider), EchoTools, options(&harness)).await.expect("start");
+    session.next_result().await.expect("result");
+    let raw = json!({"type": "user.tool_confirmation", "tool_use_id": "x", "result": "allow"});
+    let sent = session.send_event(Event::from_value(raw.clone()).expect("object")).await;
+    match backend.capabilities().mode {
+        Mode::Streaming => {
+            sent.expect("posted");
+            assert_eq!(harness.log.inputs().last(), Some(&RecordedInput::Event(raw)));
+        }
+        Mode::RequestResponse => {
+            assert!(matches!(sent, Err(Error::Unsupported { operation: "send_event", .. })), "{sent:?}");
+        }
+    }
+    session.close().await;
+    Verdict::Passed
+}
+
+/// A blocking tool outlives the run's timeout: the run fails with `TimedOut` (keeping what it gathered) and the
+/// tool's task is aborted, never reaching the code after its await.
+pub async fn timeout_cleans_up<B: Backend>(backend: &B) -> Verdict {
+    let harness = backend.start(Script::new().turn(ScriptTurn::tool_call("call_1", "block", json!({})))).await;
+    let (counter, mut drops) = TaskCounter::new();
+    let finished = Arc::new(AtomicBool::new(false));
+    let handler = blocking_tool(counter.clone(), Arc::new(Notify::new()), Arc::clone(&finished));
+    let error = Session::run(&*harness.provider, handler, options(&harness).timeout(Duration::from_secs(2)))
+        .await
+        .expect_err("times out");
+    let Error::TimedOut { partial, .. } = &error else { panic!("expected TimedOut: {error:?}") };
+    assert_eq!(partial.terminal_reason, TerminalReason::TimedOut);
+    assert_eq!(partial.custom_tool_uses.len(), 1, "the partial result keeps the tool call");
+    wait_for_drop(&mut drops).await;
+    assert_eq!(counter.live(), 0, "no tool task is left running");
+    assert!(!finished.load(Ordering::SeqCst), "the tool never ran past its cancellation point");
+    Verdict::Passed
+}
+
+/// Dropping a run's future mid-tool aborts the tool's task.
+pub async fn cancellation_cleans_up<B: Backend>(backend: &B) -> Verdict {
+    let harness = backend.start(Script::new().turn(ScriptTurn::tool_call("call_1", "block", json!({})))).await;
+    let (counter, mut drops) = TaskCounter::new();
+    let finished = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(Notify::new());
+    let handler = blocking_tool(counter.clone(), Arc::clone(&started), Arc::clone(&finished));
+    {
+        let run = Session::run(&*harness.provider, handler, options(&harness));
+        tokio::select! {
+            outcome = run => panic!("the run cannot finish while its tool blocks: {outcome:?}"),
+            () = started.notified() => {}
+        }
+    }
+    wait_for_drop(&mut drops).await;
+    assert_eq!(counter.live(), 0, "no tool task is left running");
+    assert!(!finished.load(Ordering::SeqCst), "the tool never ran past its cancellation point");
+    Verdict::Passed
+}
+
+fn blocking_tool(counter: TaskCounter, started: Arc<Notify>, finished: Arc<AtomicBool>) -> impl Handler {
+    tool_fn_with_info(move |_, _| {
+        let (counter, started, finished) = (counter.clone(), Arc::clone(&started), Arc::clone(&finished));
+        async move {
+            let _alive = counter.enter();
+            started.notify_one();
+            std::future::pending::<()>().await;
+            finished.store(true, Ordering::SeqCst);
+            Ok(String::new())
+        }
+    })
+}
+
+async fn wait_for_drop(drops: &mut crate::support::TaskDrops) {
+    let dropped = tokio::time::timeout(Duration::from_secs(10), drops.next()).await;
+    assert!(matches!(dropped, Ok(true)), "the tool task was never dropped");
+}
+
+/// A requires_action that names one call per batch is recovered from the history: every call runs once.
+pub async fn split_requires_action_recovery<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_split);
+    let calls = [ScriptToolCall::new("call_a", "first", json!({})), ScriptToolCall::new("call_b", "second", json!({}))];
+    let script = Script::new()
+        .turn(ScriptTurn::tool_calls(calls).with_fault(Fault::SplitRequiresAction))
+        .turn(ScriptTurn::text("Both done."));
+    let harness = backend.start(script).await;
+    let (handler, seen) = recording(EchoTools);
+    let result = Session::run(&*harness.provider, handler, options(&harness)).await.expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    assert_eq!(seen.calls().iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["call_a", "call_b"]);
+    let ids: Vec<String> = harness.log.tool_results().into_iter().map(|r| r.tool_use_id).collect();
+    assert_eq!(ids, ["call_a", "call_b"], "each call answered once");
+    Verdict::Passed
+}
+
+/// Events delivered twice are handled once: one tool call, one result, no duplicate in the record.
+pub async fn duplicate_event_dedupe<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_duplicates);
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("call_1", "once", json!({})).with_fault(Fault::DuplicateEvents))
+        .turn(ScriptTurn::text("Done.").with_fault(Fault::DuplicateEvents));
+    let harness = backend.start(script).await;
+    let (handler, seen) = recording(EchoTools);
+    let result = Session::run(&*harness.provider, handler, options(&harness)).await.expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    assert_eq!(seen.calls().len(), 1);
+    assert_eq!(harness.log.tool_results().len(), 1);
+    assert_unique_event_ids(&result);
+    assert_eq!(result.text, "Done.");
+    Verdict::Passed
+}
+
+/// For a three-turn tool script, the stream drops after every event position of every turn; each time the live
+/// session reconnects, re-runs what is pending, answers each call exactly once and reaches end_turn with no
+/// duplicate event.
+pub async fn stream_drop_reconnect_redrive<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_reconnect);
+    for dropped_turn in 0..3 {
+        for position in 0..5 {
+            let mut turns = vec![
+                ScriptTurn::tool_call("call_1", "step", json!({"n": 1})).with_text("Step one."),
+                ScriptTurn::tool_call("call_2", "step", json!({"n": 2})),
+                ScriptTurn::text("All steps done."),
+            ];
+            turns[dropped_turn] = turns[dropped_turn].clone().with_fault(Fault::DropStreamAfter { events: position });
+            let harness = backend.start(turns.into_iter().fold(Script::new(), Script::turn)).await;
+            let opts = options(&harness).reconnect_policy(quick_reconnect());
+            let mut session = Session::start(Arc::clone(&harness.provider), EchoTools, opts).await.expect("start");
+            let result = tokio::time::timeout(Duration::from_secs(30), session.next_result())
+                .await
+                .unwrap_or_else(|_| panic!("turn {dropped_turn}, drop after {position}: no result"))
+                .unwrap_or_else(|e| panic!("turn {dropped_turn}, drop after {position}: {e}"));
+            let context = format!("turn {dropped_turn}, drop after {position}");
+            assert_completed(&result, Terminal::EndTurn);
+            assert_eq!(result.text, "All steps done.", "{context}");
+            let ids: Vec<String> = harness.log.tool_results().into_iter().map(|r| r.tool_use_id).collect();
+            assert_eq!(ids, ["call_1", "call_2"], "{context}: each result posted exactly once");
+            assert_unique_event_ids(&result);
+            session.close().await;
+        }
+    }
+    Verdict::Passed
+}
+
+/// Reattaching to a finished session by id delivers the prompt as a new message.
+pub async fn resume_with_prompt<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_resume);
+    let script = Script::new().turn(ScriptTurn::text("First.")).turn(ScriptTurn::text("Second."));
+    let harness = backend.start(script).await;
+    let first = Session::run(&*harness.provider, EchoTools, options(&harness).prompt("one")).await.expect("first");
+    let session_id = first.session_id.clone().expect("a resumable provider names its sessions");
+    let opts = options(&harness).session_id(session_id.clone()).prompt("two");
+    let second = Session::run(&*harness.provider, EchoTools, opts).await.expect("second");
+    assert_eq!(second.text, "Second.");
+    assert_eq!(second.turns, 1);
+    assert_eq!(second.session_id.as_deref(), Some(session_id.as_str()));
+    assert_eq!(harness.log.inputs(), vec![kickoff("one"), RecordedInput::Message("two".into())]);
+    Verdict::Passed
+}
+
+/// A client-held transcript continues in a new session: the prompt is delivered as a message and the new
+/// transcript extends the old one.
+pub async fn transcript_reattach<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_transcript);
+    let script = Script::new().turn(ScriptTurn::text("First.")).turn(ScriptTurn::text("Second."));
+    let harness = backend.start(script).await;
+    let first = Session::run(&*harness.provider, EchoTools, options(&harness).prompt("one")).await.expect("first");
+    let transcript = first.transcript.clone().expect("a transcript");
+    assert!(!transcript.is_empty());
+    let opts = options(&harness).history(transcript.clone()).prompt("two");
+    let second = Session::run(&*harness.provider, EchoTools, opts).await.expect("second");
+    assert_eq!(second.text, "Second.");
+    let continued = second.transcript.expect("a transcript");
+    assert!(continued.len() > transcript.len() && continued.starts_with(&transcript), "{continued:?}");
+    assert_eq!(harness.log.inputs(), vec![kickoff("one"), RecordedInput::Message("two".into())]);
+    Verdict::Passed
+}
+
+/// An outcome replaces the prompt at kickoff.
+pub async fn outcome_kickoff<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_outcomes);
+    let harness = backend.start(Script::new().turn(ScriptTurn::text("Haiku written."))).await;
+    let outcome = Outcome::new("Write a haiku", "Three lines of 5, 7 and 5 syllables").expect("outcome");
+    let opts = options(&harness).prompt("ignored").outcome(outcome.clone());
+    let result = Session::run(&*harness.provider, EchoTools, opts).await.expect("run");
+    assert_completed(&result, Terminal::EndTurn);
+    assert_eq!(harness.log.inputs(), vec![RecordedInput::Kickoff { prompt: None, outcome: Some(outcome) }]);
+    Verdict::Passed
+}
+
+/// A provider without outcomes refuses one before anything is sent.
+pub async fn outcome_rejected_when_unsupported<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_no_outcomes);
+    let harness = backend.start(Script::new().turn(ScriptTurn::text("unused"))).await;
+    let outcome = Outcome::new("d", "r").expect("outcome");
+    let error = Session::run(&*harness.provider, EchoTools, options(&harness).outcome(outcome)).await.expect_err("no");
+    assert!(matches!(error, Error::OutcomeUnsupported { .. }), "{error:?}");
+    assert!(harness.log.inputs().is_empty());
+    Verdict::Passed
+}

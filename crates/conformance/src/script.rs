@@ -1,0 +1,178 @@
+//! Scripts: what the remote model does, turn by turn, provider-neutrally.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the remote model does in reply to each input (kickoff, message, or a complete set of tool results).
+///
+/// A backend plays the turns in order, one per input, and fails loudly when an input arrives after the last
+/// turn (an unexpected model call) — see [`crate::InputLog`] for what it received.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Script {
+    /// The turns, in order.
+    pub turns: Vec<ScriptTurn>,
+}
+
+impl Script {
+    /// An empty script.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a turn.
+    pub fn turn(mut self, turn: ScriptTurn) -> Self {
+        self.turns.push(turn);
+        self
+    }
+}
+
+/// One model turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptTurn {
+    /// Assistant text, in the chunks the wire should stream it in.
+    #[serde(default)]
+    pub text: Vec<String>,
+    /// Custom tool calls, in order.
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptToolCall>,
+    /// How the turn ends.
+    pub stop: ScriptStop,
+    /// Usage to report for the turn.
+    #[serde(default)]
+    pub usage: Option<ScriptUsage>,
+    /// Faults to inject while playing the turn.
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+}
+
+impl ScriptTurn {
+    /// A turn that says `text` and ends.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::chunks([text.into()])
+    }
+
+    /// A turn that streams `chunks` and ends.
+    pub fn chunks<I: IntoIterator<Item = S>, S: Into<String>>(chunks: I) -> Self {
+        Self {
+            text: chunks.into_iter().map(Into::into).collect(),
+            tool_calls: Vec::new(),
+            stop: ScriptStop::EndTurn,
+            usage: None,
+            faults: Vec::new(),
+        }
+    }
+
+    /// A turn that calls one custom tool and waits for its result.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self::tool_calls([ScriptToolCall::new(id, name, input)])
+    }
+
+    /// A turn that calls several custom tools at once and waits for their results.
+    pub fn tool_calls<I: IntoIterator<Item = ScriptToolCall>>(calls: I) -> Self {
+        Self {
+            text: Vec::new(),
+            tool_calls: calls.into_iter().collect(),
+            stop: ScriptStop::ToolUse,
+            usage: None,
+            faults: Vec::new(),
+        }
+    }
+
+    /// A turn the loop host ends for another reason (e.g. `"max_tokens"`).
+    pub fn terminated(reason: impl Into<String>) -> Self {
+        Self { stop: ScriptStop::Terminated { reason: reason.into() }, ..Self::chunks(Vec::<String>::new()) }
+    }
+
+    /// Adds text before the tool calls or stop.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text.push(text.into());
+        self
+    }
+
+    /// Reports usage for the turn.
+    pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
+        self.usage = Some(ScriptUsage { input_tokens, output_tokens });
+        self
+    }
+
+    /// Injects a fault.
+    pub fn with_fault(mut self, fault: Fault) -> Self {
+        self.faults.push(fault);
+        self
+    }
+}
+
+/// A scripted custom tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptToolCall {
+    /// The call id (backends use it as the wire's tool-use id).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The tool's input.
+    pub input: Value,
+}
+
+impl ScriptToolCall {
+    /// A tool call.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self { id: id.into(), name: name.into(), input }
+    }
+}
+
+/// How a scripted turn ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ScriptStop {
+    /// The model finished.
+    EndTurn,
+    /// The model waits for its tool calls' results.
+    ToolUse,
+    /// The loop host ended the turn for `reason`.
+    Terminated {
+        /// The wire's stop reason.
+        reason: String,
+    },
+}
+
+/// Scripted usage of a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptUsage {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+}
+
+/// A fault to inject while playing a turn. Each backend lists the faults it can inject in its
+/// [`crate::Capabilities`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Fault {
+    /// The event stream closes after delivering this many of the turn's events; the rest reach the history.
+    DropStreamAfter {
+        /// Events delivered before the drop.
+        events: usize,
+    },
+    /// Every event of the turn is delivered twice.
+    DuplicateEvents,
+    /// The turn's `requires_action` names one tool call per batch instead of all at once.
+    SplitRequiresAction,
+    /// The request for this turn first fails with this status.
+    HttpError {
+        /// The status code.
+        status: u16,
+        /// The `retry-after` to send.
+        retry_after: Option<Duration>,
+    },
+    /// The turn sends nothing for this long before its first event.
+    Stall {
+        /// How long.
+        duration: Duration,
+    },
+    /// A malformed frame precedes the turn's events.
+    MalformedFrame,
+}

@@ -1,0 +1,129 @@
+//! Helpers for scenarios (and for anyone testing code on top of the session loop).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use managed_agents_core::{Event, Handler, SessionInfo, ToolOutput, ToolUse};
+use serde_json::Value;
+
+/// What a [`RecordingHandler`] saw.
+#[derive(Debug, Clone, Default)]
+pub struct Recording {
+    calls: Arc<Mutex<Vec<ToolUse>>>,
+    events: Arc<Mutex<Vec<Event>>>,
+    infos: Arc<Mutex<Vec<SessionInfo>>>,
+}
+
+impl Recording {
+    /// Every tool call, in the order they started.
+    pub fn calls(&self) -> Vec<ToolUse> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Every event handed to the handler (raw and synthetic), in order.
+    pub fn events(&self) -> Vec<Event> {
+        self.events.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The session information each tool call got.
+    pub fn infos(&self) -> Vec<SessionInfo> {
+        self.infos.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The concatenated text of the synthetic text-delta events.
+    pub fn streamed_text(&self) -> String {
+        self.events().iter().filter_map(|e| e.text_delta_text().map(str::to_string)).collect()
+    }
+}
+
+/// Wraps a handler and records every tool call and event it gets.
+pub struct RecordingHandler<H> {
+    inner: H,
+    recording: Recording,
+}
+
+/// Wraps `inner`; the [`Recording`] shows what it got.
+pub fn recording<H: Handler>(inner: H) -> (RecordingHandler<H>, Recording) {
+    let recording = Recording::default();
+    (RecordingHandler { inner, recording: recording.clone() }, recording)
+}
+
+#[async_trait]
+impl<H: Handler> Handler for RecordingHandler<H> {
+    async fn handle_tool_call_with_info(&self, tool_use: &ToolUse, info: &SessionInfo) -> ToolOutput {
+        self.recording.calls.lock().unwrap_or_else(PoisonError::into_inner).push(tool_use.clone());
+        self.recording.infos.lock().unwrap_or_else(PoisonError::into_inner).push(info.clone());
+        self.inner.handle_tool_call_with_info(tool_use, info).await
+    }
+
+    fn handle_event(&self, event: &Event, info: &SessionInfo) {
+        self.recording.events.lock().unwrap_or_else(PoisonError::into_inner).push(event.clone());
+        self.inner.handle_event(event, info);
+    }
+}
+
+/// A handler answering every tool with `"<name>:<input as JSON>"`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EchoTools;
+
+/// What [`EchoTools`] answers for a call.
+pub fn echo_text(name: &str, input: &Value) -> String {
+    format!("{name}:{input}")
+}
+
+#[async_trait]
+impl Handler for EchoTools {
+    async fn handle_tool_call(&self, name: &str, input: &Value) -> ToolOutput {
+        Ok(echo_text(name, input))
+    }
+}
+
+/// Counts live tasks: [`TaskCounter::enter`] returns a guard that counts down when dropped (also when its task is
+/// aborted), and reports each drop on a channel the test can wait on.
+#[derive(Debug, Clone)]
+pub struct TaskCounter {
+    live: Arc<AtomicUsize>,
+    dropped: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+/// The waiting side of a [`TaskCounter`].
+#[derive(Debug)]
+pub struct TaskDrops(tokio::sync::mpsc::UnboundedReceiver<()>);
+
+impl TaskCounter {
+    /// A counter at zero and its drop notifications.
+    pub fn new() -> (Self, TaskDrops) {
+        let (dropped, receiver) = tokio::sync::mpsc::unbounded_channel();
+        (Self { live: Arc::new(AtomicUsize::new(0)), dropped }, TaskDrops(receiver))
+    }
+
+    /// Counts one more live task until the guard drops.
+    pub fn enter(&self) -> TaskGuard {
+        self.live.fetch_add(1, Ordering::SeqCst);
+        TaskGuard(self.clone())
+    }
+
+    /// Tasks alive now.
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+}
+
+impl TaskDrops {
+    /// Waits for the next guard to drop; `false` if no guard can drop any more.
+    pub async fn next(&mut self) -> bool {
+        self.0.recv().await.is_some()
+    }
+}
+
+/// Counts a live task; see [`TaskCounter`].
+#[derive(Debug)]
+pub struct TaskGuard(TaskCounter);
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, Ordering::SeqCst);
+        let _ = self.0.dropped.send(());
+    }
+}

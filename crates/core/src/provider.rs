@@ -1,0 +1,378 @@
+//! The provider contract: how a loop host plugs into the session loop.
+//!
+//! A [`Provider`] is a cheap, shareable handle to one loop host (it holds the wire client and configuration). It
+//! interprets events with pure functions ([`Provider::normalize`], [`Provider::text_delta`],
+//! [`Provider::is_turn_boundary`], [`Provider::pending_tool_uses`]) and opens one [`Connection`] per session.
+//! A connection is either streaming (the host pushes events; the client posts inputs out of band) or
+//! request/response (each turn is one call that returns the turn's events).
+//!
+//! `docs/provider-contract.md` maps every callback of the original Elixir contract onto these traits.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::{AgentHandle, AgentSpec, EnvironmentSpec, Error, Event, Outcome, ToolResult, ToolUse, TurnResult};
+
+/// The prompt sent at kickoff when the options name none.
+pub const DEFAULT_KICKOFF_PROMPT: &str = "Begin.";
+
+/// What a provider can do beyond the basic loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// Honours an [`Outcome`] at kickoff.
+    pub outcomes: bool,
+    /// Enforces a spend budget on a fresh session.
+    pub budget: bool,
+    /// Lets the session options choose the model per run.
+    pub runtime_model: bool,
+    /// Accepts [`TurnInput::Interrupt`].
+    pub interrupt: bool,
+    /// Keeps the conversation client-side and reports it through [`Connection::transcript`].
+    pub transcript: bool,
+}
+
+impl Capabilities {
+    /// No optional capability.
+    pub const fn none() -> Self {
+        Self { outcomes: false, budget: false, runtime_model: false, interrupt: false, transcript: false }
+    }
+
+    /// With the outcome capability.
+    pub const fn with_outcomes(mut self) -> Self {
+        self.outcomes = true;
+        self
+    }
+
+    /// With the budget capability.
+    pub const fn with_budget(mut self) -> Self {
+        self.budget = true;
+        self
+    }
+
+    /// With the runtime-model capability.
+    pub const fn with_runtime_model(mut self) -> Self {
+        self.runtime_model = true;
+        self
+    }
+
+    /// With the interrupt capability.
+    pub const fn with_interrupt(mut self) -> Self {
+        self.interrupt = true;
+        self
+    }
+
+    /// With the transcript capability.
+    pub const fn with_transcript(mut self) -> Self {
+        self.transcript = true;
+        self
+    }
+}
+
+/// What drives the next turn. Providers translate it into their wire shape.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum TurnInput {
+    /// Starts the conversation: the prompt, or an outcome (which wins on providers that support outcomes).
+    Kickoff {
+        /// The first user message ([`DEFAULT_KICKOFF_PROMPT`] when none was given).
+        prompt: String,
+        /// The outcome to pursue, if any.
+        outcome: Option<Outcome>,
+    },
+    /// A follow-up user message.
+    Message {
+        /// The message text.
+        text: String,
+    },
+    /// The results of the tool calls the loop host waits on, in call order (never empty).
+    ToolResults {
+        /// The calls being answered.
+        tool_uses: Vec<ToolUse>,
+        /// One result per call, in the same order.
+        results: Vec<ToolResult>,
+    },
+    /// A raw wire event, posted verbatim (streaming providers; e.g. a tool confirmation).
+    Event(Event),
+    /// Asks the loop host to stop the current turn (providers with the interrupt capability).
+    Interrupt,
+}
+
+/// What a session asks a provider to open.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct OpenRequest {
+    /// The agent to run (a Claude agent id, an AgentCore harness ARN …).
+    pub agent_id: Option<String>,
+    /// The environment to run it in.
+    pub environment_id: Option<String>,
+    /// An existing session to reattach to instead of creating one.
+    pub session_id: Option<String>,
+    /// A client-held conversation to continue (providers with the transcript capability).
+    pub history: Vec<Value>,
+    /// The model for this run (providers with the runtime-model capability).
+    pub model: Option<String>,
+    /// User metadata from the session options.
+    pub metadata: Map<String, Value>,
+    /// Provider-specific options, passed through verbatim.
+    pub options: Map<String, Value>,
+}
+
+impl OpenRequest {
+    /// A provider-specific option.
+    pub fn option(&self, key: &str) -> Option<&Value> {
+        self.options.get(key)
+    }
+}
+
+/// What a streaming connection yields.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StreamItem {
+    /// The stream is open (sent once per stream, before its first event).
+    Connected,
+    /// A decoded event.
+    Event(Event),
+    /// The stream ended cleanly.
+    Closed,
+    /// The stream failed.
+    Failed(Error),
+}
+
+/// What a reconnect (or a reattach to an existing session) recovered.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Reconnected {
+    /// Custom tool calls the loop host still waits on; the session runs them again (at-least-once).
+    pub pending_tool_uses: Vec<ToolUse>,
+    /// Events of the session's history that were not in the `seen` set, oldest first.
+    pub history: Vec<Event>,
+    /// Every event id the provider found in the history, so the session never delivers them again.
+    pub seen_ids: Vec<String>,
+}
+
+impl Reconnected {
+    /// A reconnect that recovered the given pending tool calls, history and ids.
+    pub fn new(pending_tool_uses: Vec<ToolUse>, history: Vec<Event>, seen_ids: Vec<String>) -> Self {
+        Self { pending_tool_uses, history, seen_ids }
+    }
+}
+
+/// Where a request/response connection reports events while a turn is still running.
+///
+/// Events reported here reach the handler at once; the turn's returned events are then not forwarded a second
+/// time. The returned events must still contain every event of the turn (they are the record).
+#[derive(Debug, Clone)]
+pub struct LiveEvents(Option<mpsc::UnboundedSender<Event>>);
+
+impl LiveEvents {
+    pub(crate) fn new(sender: mpsc::UnboundedSender<Event>) -> Self {
+        Self(Some(sender))
+    }
+
+    /// A sink that drops every event (for calling `poll_turn` outside a session).
+    pub fn discard() -> Self {
+        Self(None)
+    }
+
+    /// Reports an event as it arrives.
+    pub fn emit(&self, event: Event) {
+        if let Some(sender) = &self.0 {
+            // The session may be gone (its run dropped): nothing left to tell.
+            let _ = sender.send(event);
+        }
+    }
+}
+
+/// What every connection offers.
+#[async_trait]
+pub trait Connection: Send {
+    /// The provider-side session id, when the provider has one.
+    fn session_id(&self) -> Option<String>;
+
+    /// Whether `open` reattached to an existing session instead of creating one. A resumed session goes through
+    /// [`Connection::reconnect`] first and delivers the prompt only when nothing is pending.
+    fn resumed(&self) -> bool {
+        false
+    }
+
+    /// The client-held conversation, verbatim, for providers with the transcript capability.
+    fn transcript(&self) -> Option<Vec<Value>> {
+        None
+    }
+
+    /// Re-opens the event stream after a drop (or attaches to a resumed session) and recovers what was missed.
+    /// `seen` holds the ids of the events the session already has.
+    ///
+    /// The default recovers nothing, which is right for request/response providers that only reattach.
+    async fn reconnect(&mut self, seen: &HashSet<String>) -> Result<Reconnected, Error> {
+        let _ = seen;
+        Ok(Reconnected::default())
+    }
+}
+
+/// A connection whose loop host pushes events while the client posts inputs out of band.
+#[async_trait]
+pub trait StreamingConnection: Connection {
+    /// Posts an input; its events arrive through [`StreamingConnection::next_item`].
+    async fn push(&mut self, input: TurnInput) -> Result<(), Error>;
+
+    /// The next stream item. Must be cancel-safe: the session drops this future when something else happens
+    /// first, and calls it again later without losing an item. After [`StreamItem::Closed`] or
+    /// [`StreamItem::Failed`] it is called again only after a successful [`Connection::reconnect`].
+    async fn next_item(&mut self) -> StreamItem;
+}
+
+/// A connection where each turn is one call returning the turn's events.
+#[async_trait]
+pub trait RequestResponseConnection: Connection {
+    /// Sends `input` and returns every event of the turn it caused. Events may also be reported through `live`
+    /// as they arrive.
+    async fn poll_turn(&mut self, input: TurnInput, live: LiveEvents) -> Result<Vec<Event>, Error>;
+}
+
+/// An open connection, of either mode.
+#[non_exhaustive]
+pub enum OpenConnection {
+    /// A streaming connection.
+    Streaming(Box<dyn StreamingConnection>),
+    /// A request/response connection.
+    RequestResponse(Box<dyn RequestResponseConnection>),
+}
+
+impl OpenConnection {
+    /// The connection's mode.
+    pub fn mode(&self) -> Mode {
+        match self {
+            Self::Streaming(_) => Mode::Streaming,
+            Self::RequestResponse(_) => Mode::RequestResponse,
+        }
+    }
+
+    /// The mode-independent part of the connection.
+    pub fn common(&self) -> &dyn Connection {
+        match self {
+            Self::Streaming(connection) => connection.as_ref(),
+            Self::RequestResponse(connection) => connection.as_ref(),
+        }
+    }
+
+    /// The mode-independent part of the connection, mutably.
+    pub fn common_mut(&mut self) -> &mut dyn Connection {
+        match self {
+            Self::Streaming(connection) => connection.as_mut(),
+            Self::RequestResponse(connection) => connection.as_mut(),
+        }
+    }
+}
+
+/// How a provider's connections exchange turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// The loop host pushes events over a long-lived stream.
+    Streaming,
+    /// Each turn is one request whose response carries the turn's events.
+    RequestResponse,
+}
+
+/// A loop host.
+///
+/// Implement it for your own backend and run `managed-agents-conformance` against it. Only [`Provider::name`],
+/// [`Provider::open`] and [`Provider::normalize`] are required; streaming providers also implement
+/// [`Provider::is_turn_boundary`].
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// A short stable name (`"claude"`, `"agentcore"`, `"local"` …), used in errors, telemetry and
+    /// [`SessionInfo`](crate::SessionInfo).
+    fn name(&self) -> &str;
+
+    /// The optional capabilities.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+    }
+
+    /// Opens a session: creates one, or reattaches when `request.session_id` (or, for client-held providers,
+    /// `request.history`) says so. Streaming providers open the event stream here and yield
+    /// [`StreamItem::Connected`] once it is up.
+    async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error>;
+
+    /// Folds one turn's events into a [`TurnResult`] (which carries the events verbatim).
+    fn normalize(&self, events: &[Event]) -> TurnResult;
+
+    /// Whether `event` ends a turn (streaming providers).
+    fn is_turn_boundary(&self, event: &Event) -> bool {
+        let _ = event;
+        false
+    }
+
+    /// The assistant text one event carries, for the synthetic text-delta event.
+    fn text_delta(&self, event: &Event) -> Option<String> {
+        let _ = event;
+        None
+    }
+
+    /// The custom tool calls that the most recent `requires_action` in `events` (a request's events, oldest
+    /// first) waits on. Called when a `requires_action` turn resolves to no tool call of its own; the session
+    /// skips calls it already answered.
+    fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
+        let _ = events;
+        Vec::new()
+    }
+
+    /// Creates (or finds) the provider-side agent for `spec`.
+    async fn provision(&self, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
+        let _ = (spec, environment);
+        Err(Error::Unsupported { operation: "provision", provider: self.name().to_string() })
+    }
+
+    /// Deletes (or archives) what [`Provider::provision`] created.
+    async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
+        let _ = handle;
+        Err(Error::Unsupported { operation: "teardown", provider: self.name().to_string() })
+    }
+}
+
+macro_rules! forward_provider {
+    ($($wrapper:ty),*) => {$(
+        #[async_trait]
+        impl<P: Provider + ?Sized> Provider for $wrapper {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
+            fn capabilities(&self) -> Capabilities {
+                (**self).capabilities()
+            }
+            async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
+                (**self).open(request).await
+            }
+            fn normalize(&self, events: &[Event]) -> TurnResult {
+                (**self).normalize(events)
+            }
+            fn is_turn_boundary(&self, event: &Event) -> bool {
+                (**self).is_turn_boundary(event)
+            }
+            fn text_delta(&self, event: &Event) -> Option<String> {
+                (**self).text_delta(event)
+            }
+            fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
+                (**self).pending_tool_uses(events)
+            }
+            async fn provision(
+                &self,
+                spec: &AgentSpec,
+                environment: Option<&EnvironmentSpec>,
+            ) -> Result<AgentHandle, Error> {
+                (**self).provision(spec, environment).await
+            }
+            async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
+                (**self).teardown(handle).await
+            }
+        }
+    )*};
+}
+
+forward_provider!(Arc<P>, Box<P>);

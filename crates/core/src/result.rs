@@ -1,0 +1,149 @@
+//! What one turn and one session produce.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Event, ToolUse, Usage};
+
+/// How a turn ended, uniform across providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Terminal {
+    /// The model finished its turn.
+    EndTurn,
+    /// The loop host waits for custom tool results (or confirmations).
+    RequiresAction,
+    /// The loop host ended the turn for another reason (limits, errors, refusal …).
+    Terminated,
+}
+
+/// Why a session run stopped, uniform across providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TerminalReason {
+    /// The loop host reported a terminal turn ([`SessionResult::terminal`] says which).
+    Completed,
+    /// More turns than `max_turns` were needed.
+    MaxTurns,
+    /// The turn guard halted the session.
+    HaltedByGuard,
+    /// The model ended its turn without calling the enforced terminal tool, and the re-prompts ran out.
+    NoTerminalTool,
+    /// The session was cancelled (its handle closed or its future dropped).
+    Cancelled,
+    /// The run's timeout elapsed.
+    TimedOut,
+    /// An error stopped the session.
+    Error,
+}
+
+/// The normalised outcome of one turn, as a provider's `normalize` returns it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnResult {
+    /// How the turn ended.
+    pub terminal: Terminal,
+    /// The provider's own stop reason, verbatim (an object for Claude, a string for AgentCore and Local).
+    #[serde(default)]
+    pub stop_reason: Option<Value>,
+    /// The assistant text of the turn.
+    #[serde(default)]
+    pub text: String,
+    /// Custom tool calls to run locally (in call order).
+    #[serde(default)]
+    pub custom_tool_uses: Vec<ToolUse>,
+    /// Server-side tool calls, observed only.
+    #[serde(default)]
+    pub server_tool_uses: Vec<ToolUse>,
+    /// The turn's usage, when the wire reported any.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// The raw events the turn was derived from.
+    #[serde(default)]
+    pub events: Vec<Event>,
+}
+
+impl TurnResult {
+    /// A turn with the given terminal and nothing else.
+    pub fn new(terminal: Terminal) -> Self {
+        Self {
+            terminal,
+            stop_reason: None,
+            text: String::new(),
+            custom_tool_uses: Vec::new(),
+            server_tool_uses: Vec::new(),
+            usage: None,
+            events: Vec::new(),
+        }
+    }
+}
+
+/// What a session run delivers at its end (or with an error, as far as it got).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionResult {
+    /// How the last turn ended.
+    pub terminal: Terminal,
+    /// Why the run stopped.
+    pub terminal_reason: TerminalReason,
+    /// The last turn's raw stop reason.
+    #[serde(default)]
+    pub stop_reason: Option<Value>,
+    /// The provider-side session id, when the provider has one.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// The last turn's assistant text.
+    #[serde(default)]
+    pub text: String,
+    /// Every custom tool call of this request, in order.
+    #[serde(default)]
+    pub custom_tool_uses: Vec<ToolUse>,
+    /// Every server-side tool call of this request, in order.
+    #[serde(default)]
+    pub server_tool_uses: Vec<ToolUse>,
+    /// Usage summed over this request's turns.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Turns taken in this request.
+    pub turns: u32,
+    /// Every raw event of this request, each exactly once, in arrival order. (The handler's event callback is
+    /// at-least-once; this record is the exactly-once one.)
+    #[serde(default)]
+    pub events: Vec<Event>,
+    /// The provider's client-held conversation history (providers with the transcript capability), verbatim.
+    #[serde(default)]
+    pub transcript: Option<Vec<Value>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn terminal_serialises_snake_case() {
+        assert_eq!(serde_json::to_value(Terminal::RequiresAction).unwrap(), json!("requires_action"));
+        assert_eq!(serde_json::to_value(TerminalReason::NoTerminalTool).unwrap(), json!("no_terminal_tool"));
+    }
+
+    #[test]
+    fn session_result_round_trip() {
+        let result = SessionResult {
+            terminal: Terminal::EndTurn,
+            terminal_reason: TerminalReason::Completed,
+            stop_reason: Some(json!({"type": "end_turn"})),
+            session_id: Some("sesn_1".into()),
+            text: "done".into(),
+            custom_tool_uses: vec![ToolUse::new("t1", "x", json!({"a": 1}))],
+            server_tool_uses: vec![],
+            usage: Usage::new(3, 4),
+            turns: 2,
+            events: vec![Event::from_value(json!({"type": "agent.message", "id": "e1"})).unwrap()],
+            transcript: Some(vec![json!({"role": "user", "content": "hi"})]),
+        };
+        let back: SessionResult = serde_json::from_value(serde_json::to_value(&result).unwrap()).unwrap();
+        assert_eq!(back, result);
+        let turn = TurnResult { text: "t".into(), ..TurnResult::new(Terminal::Terminated) };
+        let back: TurnResult = serde_json::from_value(serde_json::to_value(&turn).unwrap()).unwrap();
+        assert_eq!(back, turn);
+    }
+}

@@ -1,0 +1,455 @@
+//! The one async driver: carries out the machine's commands against a connection, a handler and the clock.
+
+use std::collections::VecDeque;
+use std::future::pending;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::backoff::ReconnectPolicy;
+use super::machine::{Command, Machine, MachineConfig, Phase, Signal};
+use super::options::SessionOptions;
+use super::tools::{ToolBatch, ToolSettings};
+use crate::{
+    Error, Event, Handler, LiveEvents, OpenConnection, Provider, SessionInfo, SessionResult, StreamItem,
+    TerminalReason, TurnInput,
+};
+
+/// What a live session tells its handle.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Notification {
+    /// A request reached its end.
+    Finished(SessionResult),
+    /// A request failed; the error carries what was gathered (see [`Error::partial_result`]). The session stays
+    /// up and takes further messages.
+    Failed(Error),
+    /// The stream dropped; the session reconnects after `delay`.
+    Reconnecting {
+        /// Attempts in a row, this one included.
+        attempt: u32,
+        /// The wait before this attempt.
+        delay: Duration,
+    },
+}
+
+/// What a handle asks of its live session.
+pub(crate) enum HandleCommand {
+    Message(String),
+    SendEvent(Event, oneshot::Sender<Result<(), Error>>),
+    Interrupt(oneshot::Sender<Result<(), Error>>),
+    Close,
+}
+
+/// The channels between a live session and its handle.
+pub(crate) struct LiveLink {
+    pub(crate) commands: mpsc::UnboundedReceiver<HandleCommand>,
+    pub(crate) notifications: mpsc::UnboundedSender<Notification>,
+}
+
+enum Step {
+    Continue,
+    Feed(Signal),
+    End(Result<SessionResult, Error>),
+}
+
+enum Wake {
+    Signal(Signal),
+    Command(Option<HandleCommand>),
+    Deadline,
+}
+
+pub(crate) struct Driver<'p, P: Provider + ?Sized> {
+    provider: &'p P,
+    connection: OpenConnection,
+    machine: Machine,
+    handler: Arc<dyn Handler>,
+    info: SessionInfo,
+    tool_settings: ToolSettings,
+    reconnect: ReconnectPolicy,
+    live: Option<LiveLink>,
+    deadline: Option<(Instant, Duration)>,
+    poll_input: Option<TurnInput>,
+    reconnect_attempt: Option<u32>,
+    tools: Option<ToolBatch>,
+}
+
+impl<'p, P: Provider + ?Sized> Driver<'p, P> {
+    pub(crate) fn new(
+        provider: &'p P,
+        connection: OpenConnection,
+        handler: Arc<dyn Handler>,
+        options: &SessionOptions,
+        live: Option<LiveLink>,
+        deadline: Option<Instant>,
+    ) -> Self {
+        let common = connection.common();
+        let config = MachineConfig::from_options(options, connection.mode(), live.is_some(), common.resumed());
+        let mut machine = Machine::new(config);
+        let session_id = common.session_id();
+        machine.set_session_id(session_id.clone());
+        if let Some(id) = &session_id {
+            tracing::Span::current().record("gen_ai.conversation.id", id.as_str());
+        }
+        let info = SessionInfo::new(provider.name(), session_id, options.open.metadata.clone());
+        Self {
+            provider,
+            connection,
+            machine,
+            handler,
+            info,
+            tool_settings: ToolSettings {
+                concurrency: options.tool_concurrency,
+                timeout: options.tool_timeout,
+                record_content: options.record_content,
+            },
+            reconnect: options.reconnect,
+            live,
+            deadline: deadline.map(|at| (at, options.timeout)),
+            poll_input: None,
+            reconnect_attempt: None,
+            tools: None,
+        }
+    }
+
+    /// Runs the session to its end (a synchronous run) or until the handle closes (a live session).
+    pub(crate) async fn run(mut self) -> Result<SessionResult, Error> {
+        let mut queue: VecDeque<Command> = self.machine.handle(Signal::Started).into();
+        loop {
+            while let Some(command) = queue.pop_front() {
+                match self.execute(command).await {
+                    Step::Continue => {}
+                    Step::Feed(signal) => queue.extend(self.machine.handle(signal)),
+                    Step::End(result) => return result,
+                }
+            }
+            match self.wait().await {
+                Wake::Signal(signal) => queue.extend(self.machine.handle(signal)),
+                Wake::Command(command) => match self.on_handle_command(command).await {
+                    Step::Continue => {}
+                    Step::Feed(signal) => queue.extend(self.machine.handle(signal)),
+                    Step::End(result) => return result,
+                },
+                Wake::Deadline => return Err(self.timed_out()),
+            }
+        }
+    }
+
+    async fn execute(&mut self, command: Command) -> Step {
+        match command {
+            Command::Drive(input) => match &mut self.connection {
+                OpenConnection::Streaming(connection) => match connection.push(input).await {
+                    Ok(()) => Step::Continue,
+                    Err(error) => Step::Feed(Signal::DriveFailed(error)),
+                },
+                OpenConnection::RequestResponse(_) => {
+                    self.poll_input = Some(input);
+                    Step::Continue
+                }
+            },
+            Command::Forward(event) => {
+                self.forward(&event);
+                Step::Continue
+            }
+            Command::Normalize(events) => Step::Feed(Signal::Normalized(self.provider.normalize(&events))),
+            Command::RunTools(uses) => {
+                self.tools = Some(ToolBatch::spawn(uses, &self.handler, &self.info, self.tool_settings));
+                Step::Continue
+            }
+            Command::RecoverPendingToolUses(events) => {
+                Step::Feed(Signal::Recovered(self.provider.pending_tool_uses(&events)))
+            }
+            Command::Reconnect { attempt } => {
+                self.reconnect_attempt = Some(attempt);
+                Step::Continue
+            }
+            Command::Finish(result) => {
+                let result = self.complete(result);
+                let span = tracing::Span::current();
+                span.record("gen_ai.usage.input_tokens", result.usage.total_input_tokens());
+                span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
+                span.record("managed_agents.turns", result.turns);
+                span.record("managed_agents.terminal_reason", format!("{:?}", result.terminal_reason).as_str());
+                self.report(Ok(result))
+            }
+            Command::Fail(error) => {
+                tracing::Span::current().record("error.type", error_kind(&error));
+                let error = self.complete_error(error);
+                self.report(Err(error))
+            }
+        }
+    }
+
+    /// Delivers a request's end: to the caller of a synchronous run, or as a notification of a live session.
+    fn report(&mut self, outcome: Result<SessionResult, Error>) -> Step {
+        match &self.live {
+            None => Step::End(outcome),
+            Some(link) => {
+                let notification = match outcome {
+                    Ok(result) => Notification::Finished(result),
+                    Err(error) => Notification::Failed(error),
+                };
+                // A handle that stopped listening still may send messages: keep going.
+                let _ = link.notifications.send(notification);
+                Step::Continue
+            }
+        }
+    }
+
+    fn forward(&self, event: &Event) {
+        forward_with(self.provider, &self.handler, &self.info, event);
+    }
+
+    /// Waits for the next thing that happens in the current phase.
+    async fn wait(&mut self) -> Wake {
+        if let Some(input) = self.poll_input.take() {
+            return self.poll_turn(input).await;
+        }
+        if self.tools.is_some() {
+            return self.wait_for_tools().await;
+        }
+        if let Some(attempt) = self.reconnect_attempt.take() {
+            return self.reconnect(attempt).await;
+        }
+        let Self { connection, live, deadline, provider, .. } = self;
+        match (self.machine.phase(), connection) {
+            (Phase::Done, _) => Wake::Command(None),
+            (Phase::AwaitConnect | Phase::InFlight | Phase::Idle, OpenConnection::Streaming(connection)) => {
+                tokio::select! {
+                    item = connection.next_item() => Wake::Signal(match item {
+                        StreamItem::Connected => Signal::Connected,
+                        StreamItem::Event(event) => {
+                            let boundary = provider.is_turn_boundary(&event);
+                            Signal::StreamEvent { event, boundary }
+                        }
+                        StreamItem::Closed => Signal::StreamEnded(None),
+                        StreamItem::Failed(error) => Signal::StreamEnded(Some(error)),
+                    }),
+                    command = next_command(live) => Wake::Command(command),
+                    () = until(*deadline) => Wake::Deadline,
+                }
+            }
+            _ => tokio::select! {
+                command = next_command(live) => Wake::Command(command),
+                () = until(*deadline) => Wake::Deadline,
+            },
+        }
+    }
+
+    /// Polls one request/response turn, forwarding live events and queueing messages meanwhile.
+    async fn poll_turn(&mut self, input: TurnInput) -> Wake {
+        let Self { connection, machine, live, deadline, provider, handler, info, .. } = self;
+        let OpenConnection::RequestResponse(connection) = connection else {
+            return Wake::Signal(Signal::DriveFailed(Error::Closed));
+        };
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let poll = connection.poll_turn(input, LiveEvents::new(sender));
+        tokio::pin!(poll);
+        loop {
+            tokio::select! {
+                biased;
+                Some(event) = receiver.recv() => {
+                    for command in machine.handle(Signal::LiveEvent(event)) {
+                        if let Command::Forward(event) = command {
+                            forward_with(*provider, handler, info, &event);
+                        }
+                    }
+                }
+                outcome = &mut poll => {
+                    // Events reported live just before the turn returned still go first.
+                    while let Ok(event) = receiver.try_recv() {
+                        for command in machine.handle(Signal::LiveEvent(event)) {
+                            if let Command::Forward(event) = command {
+                                forward_with(*provider, handler, info, &event);
+                            }
+                        }
+                    }
+                    return Wake::Signal(match outcome {
+                        Ok(events) => Signal::Polled(events),
+                        Err(error) => Signal::DriveFailed(error),
+                    });
+                }
+                command = next_command(live) => match command {
+                    Some(HandleCommand::Message(text)) => {
+                        // Not idle: the machine queues it behind this turn.
+                        let _ = machine.handle(Signal::UserMessage(text));
+                    }
+                    Some(HandleCommand::SendEvent(_, reply) | HandleCommand::Interrupt(reply)) => {
+                        let _ = reply.send(Err(unsupported(*provider, "send_event")));
+                    }
+                    Some(HandleCommand::Close) | None => return Wake::Command(None),
+                },
+                () = until(*deadline) => return Wake::Deadline,
+            }
+        }
+    }
+
+    async fn wait_for_tools(&mut self) -> Wake {
+        let Self { tools, live, deadline, .. } = self;
+        let Some(batch) = tools else { return Wake::Command(None) };
+        let wake = tokio::select! {
+            results = batch.finished() => Wake::Signal(Signal::ToolsFinished(results)),
+            command = next_command(live) => Wake::Command(command),
+            () = until(*deadline) => Wake::Deadline,
+        };
+        if matches!(wake, Wake::Signal(_)) {
+            self.tools = None;
+        }
+        wake
+    }
+
+    async fn reconnect(&mut self, attempt: u32) -> Wake {
+        let delay = self.reconnect.delay(attempt, fastrand::f64());
+        if attempt > 0 {
+            tracing::info!(attempt, ?delay, "event stream dropped; reconnecting");
+            if let Some(link) = &self.live {
+                let _ = link.notifications.send(Notification::Reconnecting { attempt, delay });
+            }
+        }
+        let seen = self.machine.seen().clone();
+        let Self { connection, machine, live, deadline, .. } = self;
+        let mut reconnect = Box::pin(async {
+            tokio::time::sleep(delay).await;
+            connection.common_mut().reconnect(&seen).await
+        });
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut reconnect => break outcome,
+                command = next_command(live) => match command {
+                    Some(HandleCommand::Message(text)) => {
+                        let _ = machine.handle(Signal::UserMessage(text));
+                    }
+                    Some(HandleCommand::SendEvent(_, reply) | HandleCommand::Interrupt(reply)) => {
+                        let _ = reply.send(Err(Error::transport("the session is reconnecting", "stream down")));
+                    }
+                    Some(HandleCommand::Close) | None => return Wake::Command(None),
+                },
+                () = until(*deadline) => return Wake::Deadline,
+            }
+        };
+        drop(reconnect);
+        match outcome {
+            Ok(reconnected) => {
+                let session_id = self.connection.common().session_id();
+                self.machine.set_session_id(session_id.clone());
+                self.info.session_id = session_id;
+                let history = reconnected
+                    .history
+                    .into_iter()
+                    .map(|event| {
+                        let boundary = self.provider.is_turn_boundary(&event);
+                        (event, boundary)
+                    })
+                    .collect();
+                Wake::Signal(Signal::Reconnected {
+                    pending: reconnected.pending_tool_uses,
+                    history,
+                    seen_ids: reconnected.seen_ids,
+                })
+            }
+            Err(error) => Wake::Signal(Signal::ReconnectFailed(error)),
+        }
+    }
+
+    async fn on_handle_command(&mut self, command: Option<HandleCommand>) -> Step {
+        match command {
+            None | Some(HandleCommand::Close) => Step::End(Err(Error::Closed)),
+            Some(HandleCommand::Message(text)) => Step::Feed(Signal::UserMessage(text)),
+            Some(HandleCommand::SendEvent(event, reply)) => {
+                let _ = reply.send(self.push_raw(TurnInput::Event(event), "send_event").await);
+                Step::Continue
+            }
+            Some(HandleCommand::Interrupt(reply)) => {
+                let outcome = if self.provider.capabilities().interrupt {
+                    self.push_raw(TurnInput::Interrupt, "interrupt").await
+                } else {
+                    Err(unsupported(self.provider, "interrupt"))
+                };
+                let _ = reply.send(outcome);
+                Step::Continue
+            }
+        }
+    }
+
+    /// Pushes an input outside the turn accounting (streaming connections only).
+    async fn push_raw(&mut self, input: TurnInput, operation: &'static str) -> Result<(), Error> {
+        match &mut self.connection {
+            OpenConnection::Streaming(connection) => connection.push(input).await,
+            OpenConnection::RequestResponse(_) => Err(unsupported(self.provider, operation)),
+        }
+    }
+
+    fn complete(&self, mut result: SessionResult) -> SessionResult {
+        result.transcript = self.connection.common().transcript();
+        result
+    }
+
+    fn complete_error(&self, mut error: Error) -> Error {
+        if let Error::Halted { partial, .. }
+        | Error::MaxTurnsExceeded { partial, .. }
+        | Error::UnresolvedRequiresAction { partial, .. }
+        | Error::TimedOut { partial, .. }
+        | Error::Turn { partial, .. } = &mut error
+        {
+            partial.transcript = self.connection.common().transcript();
+        }
+        error
+    }
+
+    fn timed_out(&self) -> Error {
+        let after = self.deadline.map(|(_, after)| after).unwrap_or_default();
+        let partial = Box::new(self.complete(self.machine.partial_result(TerminalReason::TimedOut)));
+        tracing::Span::current().record("error.type", "timeout");
+        Error::TimedOut { after, partial }
+    }
+}
+
+fn forward_with<P: Provider + ?Sized>(provider: &P, handler: &Arc<dyn Handler>, info: &SessionInfo, event: &Event) {
+    let delta = provider.text_delta(event).filter(|text| !text.is_empty()).map(Event::text_delta);
+    let observed = catch_unwind(AssertUnwindSafe(|| {
+        handler.handle_event(event, info);
+        if let Some(delta) = &delta {
+            handler.handle_event(delta, info);
+        }
+    }));
+    if observed.is_err() {
+        tracing::warn!(event.kind = event.kind().unwrap_or("?"), "the handler's event callback panicked");
+    }
+}
+
+fn unsupported<P: Provider + ?Sized>(provider: &P, operation: &'static str) -> Error {
+    Error::Unsupported { operation, provider: provider.name().to_string() }
+}
+
+async fn next_command(live: &mut Option<LiveLink>) -> Option<HandleCommand> {
+    match live {
+        Some(link) => link.commands.recv().await,
+        None => pending().await,
+    }
+}
+
+async fn until(deadline: Option<(Instant, Duration)>) {
+    match deadline {
+        Some((at, _)) => tokio::time::sleep_until(at).await,
+        None => pending().await,
+    }
+}
+
+fn error_kind(error: &Error) -> &'static str {
+    match error.root() {
+        Error::Halted { .. } => "halted",
+        Error::MaxTurnsExceeded { .. } => "max_turns_exceeded",
+        Error::UnresolvedRequiresAction { .. } => "unresolved_requires_action",
+        Error::TimedOut { .. } => "timeout",
+        Error::Http { .. } => "http_error",
+        Error::Transport { .. } => "transport_error",
+        Error::StreamIdleTimeout { .. } => "stream_idle_timeout",
+        Error::StreamClosed => "stream_closed",
+        Error::Malformed { .. } => "malformed",
+        Error::Provider { .. } => "provider_error",
+        _ => "error",
+    }
+}

@@ -1,0 +1,606 @@
+//! The session loop as a pure state machine.
+//!
+//! [`Machine::handle`] takes one [`Signal`] (something that happened) and returns the [`Command`]s to carry out.
+//! It does no I/O and needs no runtime: the driver owns the connection, the handler and the clock, and feeds
+//! back what came of each command. `docs/session-machine.md` tables the phases and transitions.
+
+use std::collections::{HashSet, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use serde_json::Value;
+
+use super::options::{GuardContext, GuardDecision, SessionOptions, TurnGuard};
+use crate::{
+    DEFAULT_KICKOFF_PROMPT, Error, Event, Mode, Outcome, SessionResult, Terminal, TerminalReason, ToolResult,
+    ToolUse, TurnInput, TurnResult, Usage,
+};
+
+/// The text of the re-prompt sent when the model ended its turn without calling the terminal tool.
+pub fn reprompt_text(terminal_tool: &str) -> String {
+    format!(
+        "You ended your turn without calling the `{terminal_tool}` tool. The task is complete only once you call \
+         `{terminal_tool}`. Call it now."
+    )
+}
+
+/// The fixed part of a machine's behaviour.
+#[derive(Clone)]
+pub struct MachineConfig {
+    /// The connection's mode.
+    pub mode: Mode,
+    /// A live session (stays up after a terminal, reconnects) rather than one synchronous run.
+    pub live: bool,
+    /// The connection reattached to an existing session.
+    pub resumed: bool,
+    /// The kickoff prompt (or, when resumed, the message delivered once nothing is pending).
+    pub prompt: Option<String>,
+    /// The kickoff outcome.
+    pub outcome: Option<Outcome>,
+    /// Turns allowed per request.
+    pub max_turns: u32,
+    /// Re-prompts allowed per request when the terminal tool was not called.
+    pub max_reprompts: u32,
+    /// The enforced terminal tool.
+    pub terminal_tool: Option<String>,
+    /// The turn guard.
+    pub turn_guard: Option<TurnGuard>,
+    /// Reconnect attempts allowed in a row (`None`: no limit).
+    pub max_reconnect_attempts: Option<u32>,
+}
+
+impl MachineConfig {
+    /// The configuration for a connection of `mode` under `options`.
+    pub fn from_options(options: &SessionOptions, mode: Mode, live: bool, resumed: bool) -> Self {
+        Self {
+            mode,
+            live,
+            resumed,
+            prompt: options.prompt.clone(),
+            outcome: options.outcome.clone(),
+            max_turns: options.max_turns,
+            max_reprompts: options.max_reprompts,
+            terminal_tool: options.terminal_tool.clone(),
+            turn_guard: options.turn_guard.clone(),
+            max_reconnect_attempts: options.reconnect.max_attempts,
+        }
+    }
+}
+
+/// Something that happened, fed to [`Machine::handle`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Signal {
+    /// The connection is open; the session starts.
+    Started,
+    /// The event stream is up (streaming).
+    Connected,
+    /// A stream event arrived; `boundary` says whether the provider sees it as the end of a turn.
+    StreamEvent {
+        /// The event.
+        event: Event,
+        /// Whether it ends the turn.
+        boundary: bool,
+    },
+    /// A request/response turn reported an event while still running.
+    LiveEvent(Event),
+    /// A request/response turn returned its events.
+    Polled(Vec<Event>),
+    /// The provider normalised the turn asked for by [`Command::Normalize`].
+    Normalized(TurnResult),
+    /// The tools asked for by [`Command::RunTools`] finished, results in call order.
+    ToolsFinished(Vec<ToolResult>),
+    /// The provider's answer to [`Command::RecoverPendingToolUses`].
+    Recovered(Vec<ToolUse>),
+    /// Driving an input failed (a push or a poll).
+    DriveFailed(Error),
+    /// The event stream ended: `None` when it closed cleanly.
+    StreamEnded(Option<Error>),
+    /// A reconnect succeeded; `history` carries each missed event with its turn-boundary flag.
+    Reconnected {
+        /// Tool calls the loop host still waits on.
+        pending: Vec<ToolUse>,
+        /// Missed events, oldest first, each with its turn-boundary flag.
+        history: Vec<(Event, bool)>,
+        /// Every event id the provider listed.
+        seen_ids: Vec<String>,
+    },
+    /// A reconnect failed.
+    ReconnectFailed(Error),
+    /// A user message for a live session.
+    UserMessage(String),
+}
+
+/// Something to do, returned by [`Machine::handle`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Command {
+    /// Send this input (push it, or poll a turn with it).
+    Drive(TurnInput),
+    /// Hand this event to the handler (with its text delta).
+    Forward(Event),
+    /// Normalise these events as one turn and answer with [`Signal::Normalized`].
+    Normalize(Vec<Event>),
+    /// Run these tool calls and answer with [`Signal::ToolsFinished`].
+    RunTools(Vec<ToolUse>),
+    /// Ask the provider which tool calls these events wait on; answer with [`Signal::Recovered`].
+    RecoverPendingToolUses(Vec<Event>),
+    /// Reconnect (after the policy's delay for `attempt`; attempt 0 is immediate) and answer with
+    /// [`Signal::Reconnected`] or [`Signal::ReconnectFailed`].
+    Reconnect {
+        /// Attempts in a row so far, this one included.
+        attempt: u32,
+    },
+    /// A request reached its end: deliver the result.
+    Finish(SessionResult),
+    /// The session (or, when live, the current request) failed.
+    Fail(Error),
+}
+
+/// Where the session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Opened, not started.
+    Opened,
+    /// Streaming: waiting for the stream before kicking off.
+    AwaitConnect,
+    /// A turn is being driven.
+    InFlight,
+    /// Waiting for [`Signal::Normalized`].
+    AwaitNormalize,
+    /// Waiting for [`Signal::ToolsFinished`].
+    RunningTools,
+    /// Waiting for [`Signal::Recovered`].
+    Recovering,
+    /// Waiting for the outcome of a reconnect; `in_flight` says whether a turn was under way.
+    Reconnecting {
+        /// A turn was under way when the stream dropped.
+        in_flight: bool,
+    },
+    /// A live session with nothing in flight.
+    Idle,
+    /// The session is over.
+    Done,
+}
+
+/// Per-request accumulators, reset by each new user message.
+#[derive(Debug, Clone, Default)]
+struct Request {
+    turns: u32,
+    events: Vec<Event>,
+    custom_tool_uses: Vec<ToolUse>,
+    server_tool_uses: Vec<ToolUse>,
+    usage: Usage,
+    reprompts_left: u32,
+    last_terminal: Option<Terminal>,
+    last_stop_reason: Option<Value>,
+    last_text: String,
+}
+
+/// The session loop's state.
+pub struct Machine {
+    config: MachineConfig,
+    phase: Phase,
+    kicked_off: bool,
+    session_id: Option<String>,
+    seen: HashSet<String>,
+    turn_buffer: Vec<Event>,
+    live_forwarded: bool,
+    request: Request,
+    batch: Vec<ToolUse>,
+    answered: HashSet<String>,
+    queued_messages: VecDeque<String>,
+    resume_prompt: Option<String>,
+    reconnect_attempts: u32,
+}
+
+impl Machine {
+    /// A machine for a freshly opened connection.
+    pub fn new(config: MachineConfig) -> Self {
+        let reprompts = config.max_reprompts;
+        Self {
+            config,
+            phase: Phase::Opened,
+            kicked_off: false,
+            session_id: None,
+            seen: HashSet::new(),
+            turn_buffer: Vec::new(),
+            live_forwarded: false,
+            request: Request { reprompts_left: reprompts, ..Request::default() },
+            batch: Vec::new(),
+            answered: HashSet::new(),
+            queued_messages: VecDeque::new(),
+            resume_prompt: None,
+            reconnect_attempts: 0,
+        }
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Ids of the events delivered so far.
+    pub fn seen(&self) -> &HashSet<String> {
+        &self.seen
+    }
+
+    /// Sets the provider-side session id (after open and after each reconnect).
+    pub fn set_session_id(&mut self, session_id: Option<String>) {
+        self.session_id = session_id;
+    }
+
+    /// Messages queued behind the turn in flight.
+    pub fn queued_messages(&self) -> usize {
+        self.queued_messages.len()
+    }
+
+    /// The session as far as it got, stopped for `reason`.
+    pub fn partial_result(&self, reason: TerminalReason) -> SessionResult {
+        self.result(Terminal::Terminated, reason)
+    }
+
+    /// Takes one signal; returns what to do.
+    pub fn handle(&mut self, signal: Signal) -> Vec<Command> {
+        let mut out = Vec::new();
+        match signal {
+            Signal::Started => self.start(&mut out),
+            Signal::Connected => {
+                if self.phase == Phase::AwaitConnect && !self.kicked_off {
+                    self.kick_off(&mut out);
+                }
+            }
+            Signal::StreamEvent { event, boundary } => self.accept_stream_event(event, boundary, &mut out),
+            Signal::LiveEvent(event) => {
+                if self.phase == Phase::InFlight {
+                    self.live_forwarded = true;
+                    out.push(Command::Forward(event));
+                }
+            }
+            Signal::Polled(events) => self.accept_polled(events, &mut out),
+            Signal::Normalized(turn) => {
+                if self.phase == Phase::AwaitNormalize {
+                    self.handle_turn(turn, &mut out);
+                }
+            }
+            Signal::ToolsFinished(results) => self.tools_finished(results, &mut out),
+            Signal::Recovered(uses) => self.recovered(uses, &mut out),
+            Signal::DriveFailed(error) => self.drive_failed(error, &mut out),
+            Signal::StreamEnded(error) => self.stream_ended(error, &mut out),
+            Signal::Reconnected { pending, history, seen_ids } => self.reconnected(pending, history, seen_ids, &mut out),
+            Signal::ReconnectFailed(error) => self.reconnect_failed(error, &mut out),
+            Signal::UserMessage(text) => self.user_message(text, &mut out),
+        }
+        out
+    }
+
+    fn start(&mut self, out: &mut Vec<Command>) {
+        if self.phase != Phase::Opened {
+            return;
+        }
+        if self.config.resumed {
+            self.resume_prompt = self.config.prompt.clone();
+            self.kicked_off = true;
+            self.phase = Phase::Reconnecting { in_flight: false };
+            out.push(Command::Reconnect { attempt: 0 });
+        } else if self.config.mode == Mode::Streaming {
+            self.phase = Phase::AwaitConnect;
+        } else {
+            self.kick_off(out);
+        }
+    }
+
+    fn kick_off(&mut self, out: &mut Vec<Command>) {
+        self.kicked_off = true;
+        let prompt = self.config.prompt.clone().unwrap_or_else(|| DEFAULT_KICKOFF_PROMPT.to_string());
+        self.drive(TurnInput::Kickoff { prompt, outcome: self.config.outcome.clone() }, out);
+    }
+
+    fn drive(&mut self, input: TurnInput, out: &mut Vec<Command>) {
+        self.phase = Phase::InFlight;
+        self.live_forwarded = false;
+        out.push(Command::Drive(input));
+    }
+
+    /// Records a new event exactly once: false when its id was seen before.
+    fn record(&mut self, event: &Event) -> bool {
+        if let Some(id) = event.id()
+            && !self.seen.insert(id.to_string())
+        {
+            return false;
+        }
+        self.request.events.push(event.clone());
+        true
+    }
+
+    fn accept_stream_event(&mut self, event: Event, boundary: bool, out: &mut Vec<Command>) {
+        if matches!(self.phase, Phase::Done | Phase::Opened) || !self.record(&event) {
+            return;
+        }
+        out.push(Command::Forward(event.clone()));
+        self.turn_buffer.push(event);
+        if boundary && !matches!(self.phase, Phase::AwaitNormalize | Phase::RunningTools | Phase::Recovering) {
+            self.phase = Phase::AwaitNormalize;
+            out.push(Command::Normalize(std::mem::take(&mut self.turn_buffer)));
+        }
+    }
+
+    fn accept_polled(&mut self, events: Vec<Event>, out: &mut Vec<Command>) {
+        if self.phase != Phase::InFlight {
+            return;
+        }
+        for event in &events {
+            self.request.events.push(event.clone());
+            if !self.live_forwarded {
+                out.push(Command::Forward(event.clone()));
+            }
+        }
+        self.phase = Phase::AwaitNormalize;
+        out.push(Command::Normalize(events));
+    }
+
+    fn handle_turn(&mut self, turn: TurnResult, out: &mut Vec<Command>) {
+        let request = &mut self.request;
+        request.turns += 1;
+        request.custom_tool_uses.extend(turn.custom_tool_uses.iter().cloned());
+        request.server_tool_uses.extend(turn.server_tool_uses.iter().cloned());
+        if let Some(usage) = &turn.usage {
+            request.usage.add(usage);
+        }
+        request.last_terminal = Some(turn.terminal);
+        request.last_stop_reason = turn.stop_reason.clone();
+        request.last_text = turn.text.clone();
+
+        if let Some(reason) = self.check_guard() {
+            let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::HaltedByGuard));
+            return self.fail(Error::Halted { reason, partial }, out);
+        }
+        if self.request.turns > self.config.max_turns {
+            let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::MaxTurns));
+            return self.fail(Error::MaxTurnsExceeded { max_turns: self.config.max_turns, partial }, out);
+        }
+        match turn.terminal {
+            Terminal::RequiresAction => {
+                let uses = self.unanswered(turn.custom_tool_uses);
+                if uses.is_empty() {
+                    self.phase = Phase::Recovering;
+                    out.push(Command::RecoverPendingToolUses(self.request.events.clone()));
+                } else {
+                    self.run_tools(uses, out);
+                }
+            }
+            Terminal::EndTurn if self.terminal_tool_missing() => {
+                if self.request.reprompts_left > 0 {
+                    self.request.reprompts_left -= 1;
+                    let text = reprompt_text(self.config.terminal_tool.as_deref().unwrap_or_default());
+                    self.drive(TurnInput::Message { text }, out);
+                } else {
+                    self.finish(Terminal::EndTurn, TerminalReason::NoTerminalTool, out);
+                }
+            }
+            terminal => self.finish(terminal, TerminalReason::Completed, out),
+        }
+    }
+
+    fn check_guard(&self) -> Option<String> {
+        let guard = self.config.turn_guard.as_ref()?;
+        let context =
+            GuardContext { usage: &self.request.usage, turns: self.request.turns, session_id: self.session_id.as_deref() };
+        match catch_unwind(AssertUnwindSafe(|| guard(&context))) {
+            Ok(GuardDecision::Continue) => None,
+            Ok(GuardDecision::Halt(reason)) => Some(reason),
+            Err(_) => Some("the turn guard panicked".to_string()),
+        }
+    }
+
+    fn terminal_tool_missing(&self) -> bool {
+        self.config
+            .terminal_tool
+            .as_deref()
+            .is_some_and(|name| !self.request.custom_tool_uses.iter().any(|used| used.name == name))
+    }
+
+    /// Tool calls not answered yet, each id once.
+    fn unanswered(&self, uses: Vec<ToolUse>) -> Vec<ToolUse> {
+        let mut ids = HashSet::new();
+        uses.into_iter().filter(|u| !self.answered.contains(&u.id) && ids.insert(u.id.clone())).collect()
+    }
+
+    fn run_tools(&mut self, uses: Vec<ToolUse>, out: &mut Vec<Command>) {
+        self.phase = Phase::RunningTools;
+        self.batch = uses.clone();
+        out.push(Command::RunTools(uses));
+    }
+
+    fn tools_finished(&mut self, results: Vec<ToolResult>, out: &mut Vec<Command>) {
+        if self.phase != Phase::RunningTools {
+            return;
+        }
+        let tool_uses = std::mem::take(&mut self.batch);
+        self.answered.extend(tool_uses.iter().map(|u| u.id.clone()));
+        self.drive(TurnInput::ToolResults { tool_uses, results }, out);
+    }
+
+    fn recovered(&mut self, uses: Vec<ToolUse>, out: &mut Vec<Command>) {
+        if self.phase != Phase::Recovering {
+            return;
+        }
+        let found_any = !uses.is_empty();
+        let fresh = self.unanswered(uses);
+        if !fresh.is_empty() {
+            for tool_use in &fresh {
+                if !self.request.custom_tool_uses.iter().any(|u| u.id == tool_use.id) {
+                    self.request.custom_tool_uses.push(tool_use.clone());
+                }
+            }
+            self.run_tools(fresh, out);
+        } else if found_any && self.config.mode == Mode::Streaming {
+            // A stale requires_action: everything it names was answered already. Wait for the next boundary.
+            self.phase = Phase::InFlight;
+        } else {
+            let stop_reason = self.request.last_stop_reason.clone();
+            let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::Error));
+            self.fail(Error::UnresolvedRequiresAction { stop_reason, partial }, out);
+        }
+    }
+
+    fn drive_failed(&mut self, error: Error, out: &mut Vec<Command>) {
+        if self.config.mode == Mode::Streaming && self.config.live {
+            return self.stream_ended(Some(error), out);
+        }
+        self.fail_turn(error, out);
+    }
+
+    fn stream_ended(&mut self, error: Option<Error>, out: &mut Vec<Command>) {
+        if matches!(self.phase, Phase::Done | Phase::Reconnecting { .. }) {
+            return;
+        }
+        if !self.config.live {
+            return self.fail_turn(error.unwrap_or(Error::StreamClosed), out);
+        }
+        let in_flight = matches!(self.phase, Phase::InFlight | Phase::AwaitNormalize | Phase::Recovering);
+        self.schedule_reconnect(in_flight, error, out);
+    }
+
+    fn schedule_reconnect(&mut self, in_flight: bool, error: Option<Error>, out: &mut Vec<Command>) {
+        self.reconnect_attempts += 1;
+        if let Some(max) = self.config.max_reconnect_attempts
+            && self.reconnect_attempts > max
+        {
+            self.reconnect_attempts = 0;
+            return self.fail_turn(error.unwrap_or(Error::StreamClosed), out);
+        }
+        self.phase = Phase::Reconnecting { in_flight };
+        out.push(Command::Reconnect { attempt: self.reconnect_attempts });
+    }
+
+    fn reconnect_failed(&mut self, error: Error, out: &mut Vec<Command>) {
+        let Phase::Reconnecting { in_flight } = self.phase else { return };
+        if self.config.live && error.is_retryable() {
+            self.schedule_reconnect(in_flight, Some(error), out);
+        } else {
+            self.reconnect_attempts = 0;
+            self.fail_turn(error, out);
+        }
+    }
+
+    fn reconnected(&mut self, pending: Vec<ToolUse>, history: Vec<(Event, bool)>, seen_ids: Vec<String>, out: &mut Vec<Command>) {
+        let Phase::Reconnecting { in_flight } = self.phase else { return };
+        let pending = self.unanswered(pending);
+        if in_flight && pending.is_empty() {
+            // The turn goes on: missed events continue the buffered turn, and may end it.
+            self.phase = Phase::InFlight;
+            for (event, boundary) in history {
+                self.accept_stream_event(event, boundary, out);
+            }
+            self.seen.extend(seen_ids);
+            return;
+        }
+        if in_flight {
+            for (event, _) in history {
+                if self.record(&event) {
+                    out.push(Command::Forward(event));
+                }
+            }
+        }
+        self.seen.extend(seen_ids);
+        self.turn_buffer.clear();
+        if !pending.is_empty() {
+            for tool_use in &pending {
+                if !self.request.custom_tool_uses.iter().any(|u| u.id == tool_use.id) {
+                    self.request.custom_tool_uses.push(tool_use.clone());
+                }
+            }
+            return self.run_tools(pending, out);
+        }
+        if let Some(prompt) = self.resume_prompt.take() {
+            self.reset_request();
+            return self.drive(TurnInput::Message { text: prompt }, out);
+        }
+        if !self.kicked_off {
+            self.phase = Phase::AwaitConnect;
+            return;
+        }
+        if self.config.live {
+            self.go_idle(out);
+        } else {
+            let error = Error::invalid_option(
+                "prompt",
+                "the resumed session has no pending tool call and no prompt was given: nothing to wait for",
+            );
+            self.phase = Phase::Done;
+            out.push(Command::Fail(error));
+        }
+    }
+
+    fn user_message(&mut self, text: String, out: &mut Vec<Command>) {
+        match self.phase {
+            Phase::Done => {}
+            Phase::Idle => {
+                self.reset_request();
+                self.drive(TurnInput::Message { text }, out);
+            }
+            _ => self.queued_messages.push_back(text),
+        }
+    }
+
+    fn reset_request(&mut self) {
+        self.request = Request { reprompts_left: self.config.max_reprompts, ..Request::default() };
+        self.turn_buffer.clear();
+    }
+
+    fn finish(&mut self, terminal: Terminal, reason: TerminalReason, out: &mut Vec<Command>) {
+        let result = self.result(terminal, reason);
+        self.reconnect_attempts = 0;
+        out.push(Command::Finish(result));
+        self.end_request(out);
+    }
+
+    fn fail(&mut self, error: Error, out: &mut Vec<Command>) {
+        out.push(Command::Fail(error));
+        self.end_request(out);
+    }
+
+    /// Fails the request with an error from the wire, keeping what was gathered.
+    fn fail_turn(&mut self, error: Error, out: &mut Vec<Command>) {
+        let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::Error));
+        self.fail(Error::Turn { source: Box::new(error), partial }, out);
+    }
+
+    fn end_request(&mut self, out: &mut Vec<Command>) {
+        if self.config.live {
+            self.go_idle(out);
+        } else {
+            self.phase = Phase::Done;
+        }
+    }
+
+    fn go_idle(&mut self, out: &mut Vec<Command>) {
+        self.phase = Phase::Idle;
+        self.batch.clear();
+        if let Some(next) = self.queued_messages.pop_front() {
+            self.reset_request();
+            self.drive(TurnInput::Message { text: next }, out);
+        }
+    }
+
+    fn result(&self, fallback: Terminal, reason: TerminalReason) -> SessionResult {
+        let request = &self.request;
+        let terminal = match reason {
+            TerminalReason::Completed | TerminalReason::NoTerminalTool => request.last_terminal.unwrap_or(fallback),
+            _ => fallback,
+        };
+        SessionResult {
+            terminal,
+            terminal_reason: reason,
+            stop_reason: request.last_stop_reason.clone(),
+            session_id: self.session_id.clone(),
+            text: request.last_text.clone(),
+            custom_tool_uses: request.custom_tool_uses.clone(),
+            server_tool_uses: request.server_tool_uses.clone(),
+            usage: request.usage.clone(),
+            turns: request.turns,
+            events: request.events.clone(),
+            transcript: None,
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The session loop: synchronous runs and live sessions over any provider.
+
+mod backoff;
+mod driver;
+pub mod machine;
+mod options;
+mod tools;
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::Instrument;
+use tracing::field::Empty;
+
+pub use backoff::ReconnectPolicy;
+pub use driver::Notification;
+pub use options::{
+    DEFAULT_MAX_REPROMPTS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT, DEFAULT_TOOL_CONCURRENCY, GuardContext, GuardDecision,
+    SessionOptions, TurnGuard,
+};
+
+use driver::{Driver, HandleCommand, LiveLink};
+
+use crate::{Error, Event, Handler, Provider, SessionResult, Terminal, TerminalReason, Usage};
+
+/// Entry points of the session loop.
+///
+/// * [`Session::run`] drives one request to its end and returns the [`SessionResult`]; dropping its future (or
+///   its timeout) aborts every task it spawned.
+/// * [`Session::start`] opens a live session that stays up after each result, takes follow-up messages, and
+///   reconnects when its stream drops; its [`SessionHandle`] reports results as [`Notification`]s.
+#[derive(Debug, Clone, Copy)]
+pub struct Session;
+
+impl Session {
+    /// Runs one session to its end: kickoff, tool round trips, terminal.
+    ///
+    /// Options are validated before anything is opened. Errors that stop a started session carry what was
+    /// gathered ([`Error::partial_result`]). A stream that drops fails the run (use [`Session::start`] to
+    /// reconnect).
+    pub async fn run<P: Provider + ?Sized>(
+        provider: &P,
+        handler: impl Handler,
+        options: SessionOptions,
+    ) -> Result<SessionResult, Error> {
+        options.validate(provider.name(), provider.capabilities())?;
+        let span = invoke_agent_span(provider.name());
+        async move {
+            let deadline = Instant::now() + options.timeout;
+            let connection = match tokio::time::timeout_at(deadline, provider.open(options.open_request())).await {
+                Ok(connection) => connection?,
+                Err(_) => {
+                    let partial = Box::new(empty_result(TerminalReason::TimedOut));
+                    return Err(Error::TimedOut { after: options.timeout, partial });
+                }
+            };
+            let handler: Arc<dyn Handler> = Arc::new(handler);
+            Driver::new(provider, connection, handler, &options, None, Some(deadline)).run().await
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Opens a live session and starts it on a task of its own.
+    ///
+    /// Open errors are returned here. The session kicks off at once (or, when `options` name a session to
+    /// resume, first re-runs pending tool calls, then delivers the prompt). Dropping the handle stops the
+    /// session and aborts its tasks.
+    pub async fn start<P: Provider + ?Sized + 'static>(
+        provider: Arc<P>,
+        handler: impl Handler,
+        options: SessionOptions,
+    ) -> Result<SessionHandle, Error> {
+        options.validate(provider.name(), provider.capabilities())?;
+        let span = invoke_agent_span(provider.name());
+        let connection = provider.open(options.open_request()).instrument(span.clone()).await?;
+        let session_id = connection.common().session_id();
+        let (commands_tx, commands_rx) = mpsc::unbounded_channel();
+        let (notifications_tx, notifications_rx) = mpsc::unbounded_channel();
+        let link = LiveLink { commands: commands_rx, notifications: notifications_tx };
+        let handler: Arc<dyn Handler> = Arc::new(handler);
+        let task = tokio::spawn(
+            async move {
+                let driver = Driver::new(&*provider, connection, handler, &options, Some(link), None);
+                // A live session ends only when its handle closes; there is no result to hand back.
+                let _ = driver.run().await;
+            }
+            .instrument(span),
+        );
+        Ok(SessionHandle { commands: commands_tx, notifications: notifications_rx, task: Some(task), session_id })
+    }
+}
+
+/// A live session. Dropping it stops the session and aborts every task it spawned.
+#[derive(Debug)]
+pub struct SessionHandle {
+    commands: mpsc::UnboundedSender<HandleCommand>,
+    notifications: mpsc::UnboundedReceiver<Notification>,
+    task: Option<JoinHandle<()>>,
+    session_id: Option<String>,
+}
+
+impl std::fmt::Debug for HandleCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Message(_) => "Message",
+            Self::SendEvent(..) => "SendEvent",
+            Self::Interrupt(_) => "Interrupt",
+            Self::Close => "Close",
+        })
+    }
+}
+
+impl SessionHandle {
+    /// The provider-side session id as opened (it may change after a reconnect; see
+    /// [`SessionInfo`](crate::SessionInfo)).
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// Sends a follow-up user message. While a turn is in flight it is queued and delivered after the current
+    /// request ends. Each message starts a new request (turns, usage and events counted afresh).
+    pub fn message(&self, text: impl Into<String>) -> Result<(), Error> {
+        self.commands.send(HandleCommand::Message(text.into())).map_err(|_| Error::Closed)
+    }
+
+    /// Posts a raw wire event verbatim (streaming providers; e.g. a tool confirmation), outside the turn
+    /// accounting. Request/response providers answer [`Error::Unsupported`].
+    pub async fn send_event(&self, event: Event) -> Result<(), Error> {
+        let (reply, answer) = oneshot::channel();
+        self.commands.send(HandleCommand::SendEvent(event, reply)).map_err(|_| Error::Closed)?;
+        answer.await.map_err(|_| Error::Closed)?
+    }
+
+    /// Asks the loop host to stop the current turn (providers with the interrupt capability).
+    pub async fn interrupt(&self) -> Result<(), Error> {
+        let (reply, answer) = oneshot::channel();
+        self.commands.send(HandleCommand::Interrupt(reply)).map_err(|_| Error::Closed)?;
+        answer.await.map_err(|_| Error::Closed)?
+    }
+
+    /// The next notification; `None` once the session has ended.
+    pub async fn next_notification(&mut self) -> Option<Notification> {
+        self.notifications.recv().await
+    }
+
+    /// Waits for the next request to finish, skipping reconnect notices: `Ok` with its result, or its error.
+    pub async fn next_result(&mut self) -> Result<SessionResult, Error> {
+        loop {
+            match self.next_notification().await {
+                Some(Notification::Finished(result)) => return Ok(result),
+                Some(Notification::Failed(error)) => return Err(error),
+                Some(Notification::Reconnecting { .. }) => continue,
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Stops the session and waits for its task to end.
+    pub async fn close(mut self) {
+        let _ = self.commands.send(HandleCommand::Close);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for SessionHandle {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+fn invoke_agent_span(provider: &str) -> tracing::Span {
+    tracing::info_span!(
+        "invoke_agent",
+        "gen_ai.operation.name" = "invoke_agent",
+        "gen_ai.provider.name" = provider,
+        "gen_ai.conversation.id" = Empty,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "managed_agents.turns" = Empty,
+        "managed_agents.terminal_reason" = Empty,
+        "error.type" = Empty,
+    )
+}
+
+fn empty_result(reason: TerminalReason) -> SessionResult {
+    SessionResult {
+        terminal: Terminal::Terminated,
+        terminal_reason: reason,
+        stop_reason: None,
+        session_id: None,
+        text: String::new(),
+        custom_tool_uses: Vec::new(),
+        server_tool_uses: Vec::new(),
+        usage: Usage::default(),
+        turns: 0,
+        events: Vec::new(),
+        transcript: None,
+    }
+}

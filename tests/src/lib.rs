@@ -1,0 +1,1 @@
+//! Cross-provider end-to-end tests live in `tests/`.
