@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use managed_agents_core::{
-    Error, Event, GuardDecision, Handler, Mode, Outcome, ReconnectPolicy, Session, SessionOptions,
-    SessionResult, TEXT_DELTA_TYPE, Terminal, TerminalReason, ToolResult, tool_fn, tool_fn_with_info,
+    Error, Event, GuardDecision, Handler, Mode, Outcome, ReconnectPolicy, Session, SessionOptions, SessionResult,
+    TEXT_DELTA_TYPE, Terminal, TerminalReason, ToolResult, tool_fn, tool_fn_with_info,
 };
 use serde_json::json;
 use tokio::sync::{Barrier, Notify};
@@ -116,7 +116,12 @@ fn options<P: ?Sized>(harness: &Harness<P>) -> SessionOptions {
 
 /// A reconnect policy without waiting, so drop scenarios run fast.
 fn quick_reconnect() -> ReconnectPolicy {
-    ReconnectPolicy { initial: Duration::from_millis(1), max: Duration::from_millis(5), jitter: 0.0, max_attempts: Some(20) }
+    ReconnectPolicy {
+        initial: Duration::from_millis(1),
+        max: Duration::from_millis(5),
+        jitter: 0.0,
+        max_attempts: Some(20),
+    }
 }
 
 fn kickoff(prompt: &str) -> RecordedInput {
@@ -239,8 +244,12 @@ pub async fn multi_turn_tool_loop<B: Backend>(backend: &B) -> Verdict {
     let result = Session::run(&*harness.provider, EchoTools, options(&harness)).await.expect("run");
     assert_completed(&result, Terminal::EndTurn);
     assert_eq!(result.turns, 4);
-    assert_eq!(result.custom_tool_uses.iter().map(|u| u.id.as_str()).collect::<Vec<_>>(), ["call_1", "call_2", "call_3"]);
-    let expected: Vec<ToolResult> = (1..=3).map(|n| echo_result(&format!("call_{n}"), "step", json!({"n": n}))).collect();
+    assert_eq!(
+        result.custom_tool_uses.iter().map(|u| u.id.as_str()).collect::<Vec<_>>(),
+        ["call_1", "call_2", "call_3"]
+    );
+    let expected: Vec<ToolResult> =
+        (1..=3).map(|n| echo_result(&format!("call_{n}"), "step", json!({"n": n}))).collect();
     assert_eq!(harness.log.tool_results(), expected);
     Verdict::Passed
 }
@@ -273,11 +282,17 @@ pub async fn max_turns_exceeded<B: Backend>(backend: &B) -> Verdict {
 /// The turn guard sees usage and turn count after every turn and can halt the session.
 pub async fn turn_guard_halts<B: Backend>(backend: &B) -> Verdict {
     let script = (1..=3)
-        .fold(Script::new(), |s, n| s.turn(ScriptTurn::tool_call(format!("call_{n}"), "step", json!({})).with_usage(10, 1)))
+        .fold(Script::new(), |s, n| {
+            s.turn(ScriptTurn::tool_call(format!("call_{n}"), "step", json!({})).with_usage(10, 1))
+        })
         .turn(ScriptTurn::text("never reached"));
     let harness = backend.start(script).await;
     let guard = |ctx: &managed_agents_core::GuardContext<'_>| {
-        if ctx.usage.input_tokens >= 20 { GuardDecision::Halt(format!("budget spent at turn {}", ctx.turns)) } else { GuardDecision::Continue }
+        if ctx.usage.input_tokens >= 20 {
+            GuardDecision::Halt(format!("budget spent at turn {}", ctx.turns))
+        } else {
+            GuardDecision::Continue
+        }
     };
     let error =
         Session::run(&*harness.provider, EchoTools, options(&harness).turn_guard(guard)).await.expect_err("halts");
@@ -295,10 +310,9 @@ pub async fn terminal_tool_reprompt<B: Backend>(backend: &B) -> Verdict {
         .turn(ScriptTurn::tool_call("call_1", "submit", json!({"answer": 42})))
         .turn(ScriptTurn::text("Submitted."));
     let harness = backend.start(script).await;
-    let result =
-        Session::run(&*harness.provider, EchoTools, options(&harness).prompt("Go").terminal_tool("submit"))
-            .await
-            .expect("run");
+    let result = Session::run(&*harness.provider, EchoTools, options(&harness).prompt("Go").terminal_tool("submit"))
+        .await
+        .expect("run");
     assert_completed(&result, Terminal::EndTurn);
     assert_eq!(result.turns, 3);
     let inputs = harness.log.inputs();

@@ -83,11 +83,7 @@ impl Event {
 
     /// The text of a synthetic text-delta event.
     pub fn text_delta_text(&self) -> Option<&str> {
-        if self.is_text_delta() {
-            self.str_field("text")
-        } else {
-            None
-        }
+        if self.is_text_delta() { self.str_field("text") } else { None }
     }
 }
 

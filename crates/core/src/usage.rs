@@ -44,9 +44,7 @@ impl Usage {
 
     /// All input tokens, cached or not (what OpenTelemetry's `gen_ai.usage.input_tokens` means).
     pub fn total_input_tokens(&self) -> u64 {
-        self.input_tokens
-            .saturating_add(self.cache_read_input_tokens)
-            .saturating_add(self.cache_creation_input_tokens)
+        self.input_tokens.saturating_add(self.cache_read_input_tokens).saturating_add(self.cache_creation_input_tokens)
     }
 }
 

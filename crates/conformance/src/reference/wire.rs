@@ -66,7 +66,10 @@ fn as_tool_use(event: &Event) -> Option<ToolUse> {
 }
 
 fn call_ids(stop: &Event) -> Vec<&str> {
-    stop.get("call_ids").and_then(Value::as_array).map(|ids| ids.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+    stop.get("call_ids")
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 /// Resolves `ids` against the `tool_use` events of `events`, in the order of `ids`.

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::options::{GuardContext, GuardDecision, SessionOptions, TurnGuard};
 use crate::{
-    DEFAULT_KICKOFF_PROMPT, Error, Event, Mode, Outcome, SessionResult, Terminal, TerminalReason, ToolResult,
-    ToolUse, TurnInput, TurnResult, Usage,
+    DEFAULT_KICKOFF_PROMPT, Error, Event, Mode, Outcome, SessionResult, Terminal, TerminalReason, ToolResult, ToolUse,
+    TurnInput, TurnResult, Usage,
 };
 
 /// The text of the re-prompt sent when the model ended its turn without calling the terminal tool.
@@ -266,7 +266,9 @@ impl Machine {
             Signal::Recovered(uses) => self.recovered(uses, &mut out),
             Signal::DriveFailed(error) => self.drive_failed(error, &mut out),
             Signal::StreamEnded(error) => self.stream_ended(error, &mut out),
-            Signal::Reconnected { pending, history, seen_ids } => self.reconnected(pending, history, seen_ids, &mut out),
+            Signal::Reconnected { pending, history, seen_ids } => {
+                self.reconnected(pending, history, seen_ids, &mut out)
+            }
             Signal::ReconnectFailed(error) => self.reconnect_failed(error, &mut out),
             Signal::UserMessage(text) => self.user_message(text, &mut out),
         }
@@ -383,8 +385,11 @@ impl Machine {
 
     fn check_guard(&self) -> Option<String> {
         let guard = self.config.turn_guard.as_ref()?;
-        let context =
-            GuardContext { usage: &self.request.usage, turns: self.request.turns, session_id: self.session_id.as_deref() };
+        let context = GuardContext {
+            usage: &self.request.usage,
+            turns: self.request.turns,
+            session_id: self.session_id.as_deref(),
+        };
         match catch_unwind(AssertUnwindSafe(|| guard(&context))) {
             Ok(GuardDecision::Continue) => None,
             Ok(GuardDecision::Halt(reason)) => Some(reason),
@@ -483,7 +488,13 @@ impl Machine {
         }
     }
 
-    fn reconnected(&mut self, pending: Vec<ToolUse>, history: Vec<(Event, bool)>, seen_ids: Vec<String>, out: &mut Vec<Command>) {
+    fn reconnected(
+        &mut self,
+        pending: Vec<ToolUse>,
+        history: Vec<(Event, bool)>,
+        seen_ids: Vec<String>,
+        out: &mut Vec<Command>,
+    ) {
         let Phase::Reconnecting { in_flight } = self.phase else { return };
         let pending = self.unanswered(pending);
         if in_flight && pending.is_empty() {
@@ -604,3 +615,7 @@ impl Machine {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "machine_tests.rs"]
+mod tests;

@@ -260,7 +260,10 @@ impl SessionOptions {
             }
         }
         if self.open.model.is_some() && !capabilities.runtime_model {
-            return Err(Error::invalid_option("model", format!("provider `{provider}` cannot choose the model per run")));
+            return Err(Error::invalid_option(
+                "model",
+                format!("provider `{provider}` cannot choose the model per run"),
+            ));
         }
         Ok(())
     }

@@ -96,7 +96,12 @@ impl ToolBatch {
     }
 }
 
-async fn run_one(handler: &dyn Handler, tool_use: &ToolUse, info: &SessionInfo, timeout: Option<Duration>) -> ToolResult {
+async fn run_one(
+    handler: &dyn Handler,
+    tool_use: &ToolUse,
+    info: &SessionInfo,
+    timeout: Option<Duration>,
+) -> ToolResult {
     let call = CatchUnwind(Box::pin(handler.handle_tool_call_with_info(tool_use, info)));
     let outcome = match timeout {
         Some(limit) => match tokio::time::timeout(limit, call).await {

@@ -1,0 +1,403 @@
+//! The machine, tested without a runtime.
+
+use super::*;
+use crate::Usage;
+use proptest::prelude::*;
+use serde_json::json;
+use std::sync::Arc;
+
+fn config(mode: Mode, live: bool) -> MachineConfig {
+    MachineConfig {
+        mode,
+        live,
+        resumed: false,
+        prompt: Some("go".into()),
+        outcome: None,
+        max_turns: 50,
+        max_reprompts: 2,
+        terminal_tool: None,
+        turn_guard: None,
+        max_reconnect_attempts: None,
+    }
+}
+
+fn event(id: &str) -> Event {
+    Event::from_value(json!({"type": "x", "id": id})).unwrap()
+}
+
+fn tool(id: &str) -> ToolUse {
+    ToolUse::new(id, "t", json!({}))
+}
+
+fn turn(terminal: Terminal, uses: &[&str]) -> TurnResult {
+    TurnResult { custom_tool_uses: uses.iter().map(|id| tool(id)).collect(), ..TurnResult::new(terminal) }
+}
+
+fn only_drive(commands: &[Command]) -> &TurnInput {
+    match commands {
+        [Command::Drive(input)] => input,
+        other => panic!("expected one Drive, got {other:?}"),
+    }
+}
+
+/// Feeds `Polled` then `Normalized(turn)` and returns the commands after normalisation.
+fn poll(machine: &mut Machine, turn: TurnResult) -> Vec<Command> {
+    let commands = machine.handle(Signal::Polled(vec![event("e")]));
+    assert!(matches!(commands.last(), Some(Command::Normalize(_))), "{commands:?}");
+    machine.handle(Signal::Normalized(turn))
+}
+
+#[test]
+fn request_response_kicks_off_at_once_with_default_prompt() {
+    let mut machine = Machine::new(MachineConfig { prompt: None, ..config(Mode::RequestResponse, false) });
+    let commands = machine.handle(Signal::Started);
+    assert_eq!(only_drive(&commands), &TurnInput::Kickoff { prompt: "Begin.".into(), outcome: None });
+}
+
+#[test]
+fn streaming_kicks_off_on_first_connect_only() {
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    assert!(machine.handle(Signal::Started).is_empty());
+    assert_eq!(machine.phase(), Phase::AwaitConnect);
+    assert!(matches!(only_drive(&machine.handle(Signal::Connected)), TurnInput::Kickoff { .. }));
+    assert!(machine.handle(Signal::Connected).is_empty(), "a reconnect never re-delivers the kickoff");
+}
+
+#[test]
+fn tool_turn_runs_tools_then_resumes_with_results_in_order() {
+    let mut machine = Machine::new(config(Mode::RequestResponse, false));
+    machine.handle(Signal::Started);
+    let commands = poll(&mut machine, turn(Terminal::RequiresAction, &["a", "b"]));
+    let [Command::RunTools(uses)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!(uses.iter().map(|u| u.id.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    let results = vec![ToolResult::ok("a", "1"), ToolResult::ok("b", "2")];
+    let commands = machine.handle(Signal::ToolsFinished(results.clone()));
+    let TurnInput::ToolResults { tool_uses, results: sent } = only_drive(&commands) else { panic!() };
+    assert_eq!(tool_uses.len(), 2);
+    assert_eq!(sent, &results);
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!(result.turns, 2);
+    assert_eq!(result.custom_tool_uses.len(), 2);
+    assert_eq!(machine.phase(), Phase::Done);
+}
+
+#[test]
+fn requires_action_without_tools_recovers_or_fails_typed() {
+    let mut machine = Machine::new(config(Mode::RequestResponse, false));
+    machine.handle(Signal::Started);
+    let commands = poll(&mut machine, turn(Terminal::RequiresAction, &[]));
+    assert!(matches!(commands.as_slice(), [Command::RecoverPendingToolUses(events)] if events.len() == 1));
+    let commands = machine.handle(Signal::Recovered(vec![]));
+    let [Command::Fail(Error::UnresolvedRequiresAction { partial, .. })] = commands.as_slice() else {
+        panic!("{commands:?}")
+    };
+    assert_eq!(partial.events.len(), 1, "the events gathered so far are kept");
+}
+
+#[test]
+fn recovered_tool_uses_run_and_stale_ones_are_waited_out() {
+    let mut machine = Machine::new(config(Mode::Streaming, false));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    let boundary = |id: &str| Signal::StreamEvent { event: event(id), boundary: true };
+    let commands = machine.handle(boundary("e1"));
+    assert!(matches!(commands.as_slice(), [Command::Forward(_), Command::Normalize(_)]));
+    assert!(matches!(
+        machine.handle(Signal::Normalized(turn(Terminal::RequiresAction, &["a"]))).as_slice(),
+        [Command::RunTools(_)]
+    ));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("a", "")]));
+    // A requires_action naming only the answered call is stale: keep waiting.
+    machine.handle(boundary("e2"));
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::RequiresAction, &[])));
+    assert!(matches!(commands.as_slice(), [Command::RecoverPendingToolUses(_)]));
+    assert!(machine.handle(Signal::Recovered(vec![tool("a")])).is_empty());
+    assert_eq!(machine.phase(), Phase::InFlight);
+    // One naming a new call runs it.
+    machine.handle(boundary("e3"));
+    machine.handle(Signal::Normalized(turn(Terminal::RequiresAction, &[])));
+    let commands = machine.handle(Signal::Recovered(vec![tool("a"), tool("b")]));
+    let [Command::RunTools(uses)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!(uses, &vec![tool("b")]);
+}
+
+#[test]
+fn duplicate_stream_events_are_delivered_once() {
+    let mut machine = Machine::new(config(Mode::Streaming, false));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    let first = machine.handle(Signal::StreamEvent { event: event("e1"), boundary: false });
+    let again = machine.handle(Signal::StreamEvent { event: event("e1"), boundary: false });
+    assert_eq!(first.len(), 1);
+    assert!(again.is_empty());
+    let no_id = Event::from_value(json!({"type": "ping"})).unwrap();
+    assert_eq!(machine.handle(Signal::StreamEvent { event: no_id.clone(), boundary: false }).len(), 1);
+    assert_eq!(machine.handle(Signal::StreamEvent { event: no_id, boundary: false }).len(), 1, "no id, no dedupe");
+}
+
+#[test]
+fn max_turns_allows_n_and_fails_on_n_plus_one() {
+    let mut machine = Machine::new(MachineConfig { max_turns: 2, ..config(Mode::RequestResponse, false) });
+    machine.handle(Signal::Started);
+    for id in ["a", "b"] {
+        poll(&mut machine, turn(Terminal::RequiresAction, &[id]));
+        machine.handle(Signal::ToolsFinished(vec![ToolResult::ok(id, "")]));
+    }
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    let [Command::Fail(Error::MaxTurnsExceeded { max_turns: 2, partial })] = commands.as_slice() else {
+        panic!("{commands:?}")
+    };
+    assert_eq!(partial.turns, 3);
+}
+
+#[test]
+fn guard_runs_before_max_turns_and_a_panicking_guard_halts() {
+    let guard: TurnGuard =
+        Arc::new(
+            |ctx: &GuardContext<'_>| {
+                if ctx.turns >= 1 { GuardDecision::Halt("enough".into()) } else { GuardDecision::Continue }
+            },
+        );
+    let mut machine =
+        Machine::new(MachineConfig { max_turns: 0, turn_guard: Some(guard), ..config(Mode::RequestResponse, false) });
+    machine.handle(Signal::Started);
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    assert!(matches!(commands.as_slice(), [Command::Fail(Error::Halted { reason, .. })] if reason == "enough"));
+
+    let panicking: TurnGuard = Arc::new(|_: &GuardContext<'_>| panic!("guard bug"));
+    let mut machine =
+        Machine::new(MachineConfig { turn_guard: Some(panicking), ..config(Mode::RequestResponse, false) });
+    machine.handle(Signal::Started);
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    assert!(matches!(commands.as_slice(), [Command::Fail(Error::Halted { .. })]), "{commands:?}");
+}
+
+#[test]
+fn terminal_tool_reprompts_then_reports_no_terminal_tool() {
+    let mut machine = Machine::new(MachineConfig {
+        terminal_tool: Some("submit".into()),
+        max_reprompts: 1,
+        ..config(Mode::RequestResponse, false)
+    });
+    machine.handle(Signal::Started);
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    assert!(matches!(only_drive(&commands), TurnInput::Message { text } if text.contains("submit")));
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!(result.terminal_reason, TerminalReason::NoTerminalTool);
+    assert_eq!(result.terminal, Terminal::EndTurn);
+}
+
+#[test]
+fn calling_the_terminal_tool_does_not_stop_the_loop() {
+    let mut machine =
+        Machine::new(MachineConfig { terminal_tool: Some("submit".into()), ..config(Mode::RequestResponse, false) });
+    machine.handle(Signal::Started);
+    let mut submit = turn(Terminal::RequiresAction, &[]);
+    submit.custom_tool_uses = vec![ToolUse::new("s1", "submit", json!({}))];
+    assert!(matches!(poll(&mut machine, submit).as_slice(), [Command::RunTools(_)]));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("s1", "")]));
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    assert!(matches!(commands.as_slice(), [Command::Finish(r)] if r.terminal_reason == TerminalReason::Completed));
+}
+
+#[test]
+fn live_messages_queue_behind_the_turn_and_reset_the_request() {
+    let mut machine = Machine::new(config(Mode::RequestResponse, true));
+    machine.handle(Signal::Started);
+    assert!(machine.handle(Signal::UserMessage("later".into())).is_empty());
+    assert_eq!(machine.queued_messages(), 1);
+    let mut first = turn(Terminal::EndTurn, &[]);
+    first.usage = Some(Usage::new(5, 5));
+    let commands = poll(&mut machine, first);
+    let [Command::Finish(result), Command::Drive(TurnInput::Message { text })] = commands.as_slice() else {
+        panic!("{commands:?}")
+    };
+    assert_eq!((result.turns, text.as_str()), (1, "later"));
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    let [Command::Finish(second)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!((second.turns, second.usage.input_tokens), (1, 0), "counters are per request");
+    assert_eq!(machine.phase(), Phase::Idle);
+    assert!(matches!(only_drive(&machine.handle(Signal::UserMessage("now".into()))), TurnInput::Message { .. }));
+}
+
+#[test]
+fn live_errors_are_reported_and_the_session_stays_up() {
+    let mut machine = Machine::new(config(Mode::RequestResponse, true));
+    machine.handle(Signal::Started);
+    let commands = machine.handle(Signal::DriveFailed(Error::StreamClosed));
+    assert!(matches!(commands.as_slice(), [Command::Fail(Error::Turn { .. })]));
+    assert_eq!(machine.phase(), Phase::Idle);
+}
+
+#[test]
+fn sync_stream_drop_fails_with_what_was_gathered() {
+    let mut machine = Machine::new(config(Mode::Streaming, false));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::StreamEvent { event: event("e1"), boundary: false });
+    let commands = machine.handle(Signal::StreamEnded(None));
+    let [Command::Fail(error)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert!(matches!(error.root(), Error::StreamClosed));
+    assert_eq!(error.partial_result().map(|r| r.events.len()), Some(1));
+}
+
+#[test]
+fn live_stream_drop_reconnects_even_on_clean_close_and_continues_the_turn() {
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::StreamEvent { event: event("e1"), boundary: false });
+    assert!(matches!(machine.handle(Signal::StreamEnded(None)).as_slice(), [Command::Reconnect { attempt: 1 }]));
+    assert!(matches!(
+        machine.handle(Signal::ReconnectFailed(Error::StreamClosed)).as_slice(),
+        [Command::Reconnect { attempt: 2 }]
+    ));
+    let history = vec![(event("e1"), false), (event("e2"), true)];
+    let commands =
+        machine.handle(Signal::Reconnected { pending: vec![], history, seen_ids: vec!["e1".into(), "e2".into()] });
+    let [Command::Forward(forwarded), Command::Normalize(turn_events)] = commands.as_slice() else {
+        panic!("{commands:?}")
+    };
+    assert_eq!(forwarded.id(), Some("e2"));
+    assert_eq!(turn_events.iter().filter_map(Event::id).collect::<Vec<_>>(), ["e1", "e2"], "the turn continues");
+}
+
+#[test]
+fn reconnect_redrives_pending_tools() {
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::StreamEnded(Some(Error::StreamClosed)));
+    let commands = machine.handle(Signal::Reconnected { pending: vec![tool("a")], history: vec![], seen_ids: vec![] });
+    assert!(matches!(commands.as_slice(), [Command::RunTools(uses)] if uses == &vec![tool("a")]));
+}
+
+#[test]
+fn non_retryable_reconnect_failure_is_reported() {
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::StreamEnded(None));
+    let gone = Error::Http { status: 404, body: "no session".into(), retry_after: None };
+    assert!(matches!(machine.handle(Signal::ReconnectFailed(gone)).as_slice(), [Command::Fail(_)]));
+    assert_eq!(machine.phase(), Phase::Idle);
+}
+
+#[test]
+fn resume_reattaches_then_delivers_the_prompt_or_fails_when_nothing_to_wait_for() {
+    let mut machine = Machine::new(MachineConfig { resumed: true, ..config(Mode::Streaming, false) });
+    assert!(matches!(machine.handle(Signal::Started).as_slice(), [Command::Reconnect { attempt: 0 }]));
+    let old = vec![(event("old"), true)];
+    let commands = machine.handle(Signal::Reconnected { pending: vec![], history: old, seen_ids: vec!["old".into()] });
+    assert_eq!(only_drive(&commands), &TurnInput::Message { text: "go".into() }, "old turns are not replayed");
+
+    let mut machine = Machine::new(MachineConfig { resumed: true, prompt: None, ..config(Mode::Streaming, false) });
+    machine.handle(Signal::Started);
+    let commands = machine.handle(Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] });
+    assert!(matches!(commands.as_slice(), [Command::Fail(Error::InvalidOption { option: "prompt", .. })]));
+
+    let mut machine = Machine::new(MachineConfig { resumed: true, ..config(Mode::Streaming, false) });
+    machine.handle(Signal::Started);
+    let commands = machine.handle(Signal::Reconnected { pending: vec![tool("p")], history: vec![], seen_ids: vec![] });
+    assert!(matches!(commands.as_slice(), [Command::RunTools(_)]), "pending tools go before the prompt");
+    let commands = machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("p", "")]));
+    assert!(matches!(only_drive(&commands), TurnInput::ToolResults { .. }));
+}
+
+#[derive(Debug, Clone)]
+enum ScriptedTurn {
+    End,
+    Terminated,
+    Tools(Vec<u8>),
+    Unresolved(Vec<u8>),
+}
+
+fn scripted_turn() -> impl Strategy<Value = ScriptedTurn> {
+    prop_oneof![
+        Just(ScriptedTurn::End),
+        Just(ScriptedTurn::Terminated),
+        proptest::collection::vec(0u8..6, 1..5).prop_map(ScriptedTurn::Tools),
+        proptest::collection::vec(0u8..6, 0..3).prop_map(ScriptedTurn::Unresolved),
+    ]
+}
+
+proptest! {
+    /// Whatever the loop host does: never an empty resume, each id at most once per batch with results in
+    /// call order, at most max_turns + 1 turns, and exactly one end for a synchronous run.
+    #[test]
+    fn loop_invariants(turns in proptest::collection::vec(scripted_turn(), 1..12), max_turns in 1u32..6, streaming: bool) {
+        let mode = if streaming { Mode::Streaming } else { Mode::RequestResponse };
+        let mut machine = Machine::new(MachineConfig { max_turns, ..config(mode, false) });
+        let mut pending: VecDeque<Command> = machine.handle(Signal::Started).into();
+        if streaming {
+            pending.extend(machine.handle(Signal::Connected));
+        }
+        let mut script = turns.into_iter();
+        let mut normalized = 0u32;
+        let mut ends = 0;
+        let mut next_event = 0;
+        let mut recover_with: Vec<u8> = Vec::new();
+        while let Some(command) = pending.pop_front() {
+            match command {
+                Command::Drive(TurnInput::ToolResults { tool_uses, results }) => {
+                    prop_assert!(!tool_uses.is_empty(), "an empty resume");
+                    let ids: Vec<&str> = tool_uses.iter().map(|u| u.id.as_str()).collect();
+                    let result_ids: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
+                    prop_assert_eq!(ids, result_ids);
+                    pending.push_back(Command::Drive(TurnInput::Message { text: String::new() }));
+                }
+                Command::Drive(_) => {
+                    let next = script.next().unwrap_or(ScriptedTurn::End);
+                    next_event += 1;
+                    let event = event(&format!("e{next_event}"));
+                    let signal = if streaming {
+                        Signal::StreamEvent { event, boundary: true }
+                    } else {
+                        Signal::Polled(vec![event])
+                    };
+                    let tr = match next {
+                        ScriptedTurn::End => turn(Terminal::EndTurn, &[]),
+                        ScriptedTurn::Terminated => turn(Terminal::Terminated, &[]),
+                        ScriptedTurn::Tools(ids) => {
+                            let ids: Vec<String> = ids.iter().map(|i| format!("t{next_event}_{i}")).collect();
+                            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+                            turn(Terminal::RequiresAction, &refs)
+                        }
+                        ScriptedTurn::Unresolved(ids) => {
+                            recover_with = ids;
+                            turn(Terminal::RequiresAction, &[])
+                        }
+                    };
+                    for command in machine.handle(signal) {
+                        if let Command::Normalize(_) = command {
+                            normalized += 1;
+                            pending.extend(machine.handle(Signal::Normalized(tr.clone())));
+                        } else {
+                            pending.push_back(command);
+                        }
+                    }
+                }
+                Command::RunTools(uses) => {
+                    prop_assert!(!uses.is_empty());
+                    let mut ids: Vec<&str> = uses.iter().map(|u| u.id.as_str()).collect();
+                    ids.sort_unstable();
+                    let before = ids.len();
+                    ids.dedup();
+                    prop_assert_eq!(before, ids.len(), "an id dispatched twice in one batch");
+                    let results = uses.iter().map(|u| ToolResult::ok(&u.id, "r")).collect();
+                    pending.extend(machine.handle(Signal::ToolsFinished(results)));
+                }
+                Command::RecoverPendingToolUses(_) => {
+                    let uses = recover_with.iter().map(|i| tool(&format!("r{next_event}_{i}"))).collect();
+                    pending.extend(machine.handle(Signal::Recovered(uses)));
+                }
+                Command::Finish(_) | Command::Fail(_) => ends += 1,
+                Command::Forward(_) | Command::Normalize(_) | Command::Reconnect { .. } => {}
+            }
+            prop_assert!(normalized <= max_turns + 1, "more than max_turns + 1 turns");
+        }
+        prop_assert_eq!(ends, 1, "a synchronous run ends exactly once");
+        prop_assert_eq!(machine.phase(), Phase::Done);
+    }
+}
