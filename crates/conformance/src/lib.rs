@@ -11,7 +11,7 @@
 //! * [`scenarios`]: one `pub async fn` per behaviour; [`conformance_suite!`] stamps one `#[test]` per scenario
 //!   (each on its own tokio runtime) plus a `conformance_completeness` test that fails when a scenario is
 //!   neither run nor skipped, and prints the run/skip table.
-//! * [`reference`]: in-memory reference providers of both modes, which pass the suite in this crate's own tests.
+//! * [`reference`](mod@reference): in-memory reference providers of both modes, which pass the suite in this crate's own tests.
 //!
 //! ## Testing your own provider
 //!

@@ -5,7 +5,7 @@
 //! Agents, Bedrock AgentCore, a local OpenAI-compatible loop, or your own provider) while its custom tools run on
 //! your machine.
 //!
-//! * A [`Provider`] opens a [`Connection`](provider::Connection) per session and interprets its events.
+//! * A [`Provider`] opens a [`Connection`] per session and interprets its events.
 //! * A [`Handler`] runs the custom tools (concurrently, bounded, results in call order) and observes events.
 //! * [`Session::run`] drives one request to its [`SessionResult`]; [`Session::start`] keeps a live session with
 //!   follow-up messages and reconnects.

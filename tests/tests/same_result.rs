@@ -1,0 +1,65 @@
+//! Cross-provider end to end: the same script and the same handler give the same result on every loop host.
+//!
+//! Today the loop hosts are the two reference providers; each provider crate adds its emulator-backed provider
+//! here as it lands.
+
+use std::sync::Arc;
+
+use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
+use managed_agents_conformance::support::{EchoTools, recording};
+use managed_agents_conformance::{InputLog, Script, ScriptToolCall, ScriptTurn};
+use managed_agents_core::{Provider, Session, SessionOptions, SessionResult, ToolResult};
+use serde_json::json;
+
+fn script() -> Script {
+    Script::new()
+        .turn(
+            ScriptTurn::tool_calls([
+                ScriptToolCall::new("call_1", "lookup", json!({"key": "a"})),
+                ScriptToolCall::new("call_2", "lookup", json!({"key": "b"})),
+            ])
+            .with_usage(10, 2),
+        )
+        .turn(ScriptTurn::tool_call("call_3", "store", json!({"value": "ab"})).with_usage(12, 3))
+        .turn(ScriptTurn::chunks(["Stored ", "ab."]).with_usage(14, 4))
+}
+
+/// What a run looks like, minus what is provider-specific (event shapes, session ids).
+#[derive(Debug, PartialEq)]
+struct Observed {
+    text: String,
+    streamed: String,
+    turns: u32,
+    tool_calls: Vec<String>,
+    usage: (u64, u64),
+    results_sent: Vec<ToolResult>,
+}
+
+async fn observe(provider: Arc<dyn Provider>, log: InputLog) -> Observed {
+    let (handler, seen) = recording(EchoTools);
+    let result: SessionResult =
+        Session::run(&*provider, handler, SessionOptions::new().prompt("go")).await.expect("run");
+    Observed {
+        text: result.text,
+        streamed: seen.streamed_text(),
+        turns: result.turns,
+        tool_calls: seen.calls().into_iter().map(|c| format!("{}:{}", c.id, c.name)).collect(),
+        usage: (result.usage.input_tokens, result.usage.output_tokens),
+        results_sent: log.tool_results(),
+    }
+}
+
+#[tokio::test]
+async fn every_loop_host_gives_the_same_result() {
+    let streaming = StreamingReference::new(script());
+    let streaming_log = streaming.log();
+    let request_response = RequestResponseReference::new(script());
+    let request_response_log = request_response.log();
+    let a = observe(Arc::new(streaming), streaming_log).await;
+    let b = observe(Arc::new(request_response), request_response_log).await;
+    assert_eq!(a, b);
+    assert_eq!(a.text, "Stored ab.");
+    assert_eq!(a.turns, 3);
+    assert_eq!(a.usage, (36, 9));
+    assert_eq!(a.results_sent.len(), 3);
+}
