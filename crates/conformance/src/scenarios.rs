@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use managed_agents_core::{
-    Error, Event, GuardDecision, Handler, Mode, Outcome, ReconnectPolicy, Session, SessionOptions, SessionResult,
-    TEXT_DELTA_TYPE, Terminal, TerminalReason, ToolResult, tool_fn, tool_fn_with_info,
+    Error, Event, GuardDecision, Mode, Outcome, ReconnectPolicy, Session, SessionOptions, SessionResult,
+    TEXT_DELTA_TYPE, Terminal, TerminalReason, ToolResult, tool_fn,
 };
 use serde_json::json;
 use tokio::sync::{Barrier, Notify};
 
-use crate::support::{EchoTools, TaskCounter, echo_text, recording};
+use crate::support::{EchoTools, TaskCounter, blocking_tool, echo_text, recording};
 use crate::{Backend, Capabilities, Fault, Harness, RecordedInput, Script, ScriptToolCall, ScriptTurn};
 
 /// How a scenario ended (a failing scenario panics instead).
@@ -481,19 +481,6 @@ pub async fn cancellation_cleans_up<B: Backend>(backend: &B) -> Verdict {
     assert_eq!(counter.live(), 0, "no tool task is left running");
     assert!(!finished.load(Ordering::SeqCst), "the tool never ran past its cancellation point");
     Verdict::Passed
-}
-
-fn blocking_tool(counter: TaskCounter, started: Arc<Notify>, finished: Arc<AtomicBool>) -> impl Handler {
-    tool_fn_with_info(move |_, _| {
-        let (counter, started, finished) = (counter.clone(), Arc::clone(&started), Arc::clone(&finished));
-        async move {
-            let _alive = counter.enter();
-            started.notify_one();
-            std::future::pending::<()>().await;
-            finished.store(true, Ordering::SeqCst);
-            Ok(String::new())
-        }
-    })
 }
 
 async fn wait_for_drop(drops: &mut crate::support::TaskDrops) {

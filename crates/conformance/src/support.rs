@@ -4,8 +4,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use managed_agents_core::{Event, Handler, SessionInfo, ToolOutput, ToolUse};
+use managed_agents_core::{Event, Handler, SessionInfo, ToolOutput, ToolUse, tool_fn_with_info};
 use serde_json::Value;
+use std::sync::atomic::AtomicBool;
+use tokio::sync::Notify;
 
 /// What a [`RecordingHandler`] saw.
 #[derive(Debug, Clone, Default)]
@@ -126,4 +128,19 @@ impl Drop for TaskGuard {
         self.0.live.fetch_sub(1, Ordering::SeqCst);
         let _ = self.0.dropped.send(());
     }
+}
+
+/// A handler whose every tool call counts itself live on `counter`, signals `started`, then waits forever; if it
+/// ever got past the wait it would set `finished`. Used to prove that cancellation aborts tool tasks.
+pub fn blocking_tool(counter: TaskCounter, started: Arc<Notify>, finished: Arc<AtomicBool>) -> impl Handler {
+    tool_fn_with_info(move |_, _| {
+        let (counter, started, finished) = (counter.clone(), Arc::clone(&started), Arc::clone(&finished));
+        async move {
+            let _alive = counter.enter();
+            started.notify_one();
+            std::future::pending::<()>().await;
+            finished.store(true, Ordering::SeqCst);
+            Ok(String::new())
+        }
+    })
 }

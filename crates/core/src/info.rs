@@ -24,3 +24,17 @@ impl SessionInfo {
         Self { session_id, provider: provider.into(), metadata }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_round_trip() {
+        let mut metadata = Map::new();
+        metadata.insert("team".into(), Value::from("search"));
+        let info = SessionInfo::new("claude", Some("sesn_1".into()), metadata);
+        let back: SessionInfo = serde_json::from_value(serde_json::to_value(&info).unwrap()).unwrap();
+        assert_eq!(back, info);
+    }
+}

@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use managed_agents_conformance::reference::StreamingReference;
-use managed_agents_conformance::support::TaskCounter;
+use managed_agents_conformance::support::{TaskCounter, blocking_tool};
 use managed_agents_conformance::{Script, ScriptTurn};
-use managed_agents_core::{Session, SessionOptions, tool_fn};
+use managed_agents_core::{Session, SessionOptions};
 use serde_json::json;
 use tokio::sync::Notify;
 
@@ -18,19 +18,7 @@ async fn dropping_the_handle_aborts_running_tools() {
     let (counter, mut drops) = TaskCounter::new();
     let started = Arc::new(Notify::new());
     let finished = Arc::new(AtomicBool::new(false));
-    let handler = {
-        let (counter, started, finished) = (counter.clone(), Arc::clone(&started), Arc::clone(&finished));
-        tool_fn(move |_, _| {
-            let (counter, started, finished) = (counter.clone(), Arc::clone(&started), Arc::clone(&finished));
-            async move {
-                let _alive = counter.enter();
-                started.notify_one();
-                std::future::pending::<()>().await;
-                finished.store(true, Ordering::SeqCst);
-                Ok(String::new())
-            }
-        })
-    };
+    let handler = blocking_tool(counter.clone(), Arc::clone(&started), Arc::clone(&finished));
     let session = Session::start(provider, handler, SessionOptions::new()).await.unwrap();
     started.notified().await;
     assert_eq!(counter.live(), 1);

@@ -149,3 +149,56 @@ async fn request_response_sessions_refuse_raw_events_and_interrupts() {
     assert!(matches!(session.interrupt().await, Err(Error::Unsupported { operation: "interrupt", .. })));
     session.close().await;
 }
+
+/// A request/response provider that panics in `poll_turn` or in `normalize`.
+struct Panics {
+    in_poll: bool,
+}
+
+struct PanicsConnection {
+    in_poll: bool,
+}
+
+#[async_trait]
+impl Provider for Panics {
+    fn name(&self) -> &str {
+        "panics"
+    }
+
+    async fn open(&self, _: OpenRequest) -> Result<OpenConnection, Error> {
+        Ok(OpenConnection::RequestResponse(Box::new(PanicsConnection { in_poll: self.in_poll })))
+    }
+
+    fn normalize(&self, _: &[Event]) -> TurnResult {
+        panic!("normalize bug")
+    }
+}
+
+#[async_trait]
+impl Connection for PanicsConnection {
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+}
+
+#[async_trait]
+impl RequestResponseConnection for PanicsConnection {
+    async fn poll_turn(&mut self, _: TurnInput, _: LiveEvents) -> Result<Vec<Event>, Error> {
+        if self.in_poll {
+            panic!("poll bug");
+        }
+        Ok(vec![Event::from_value(json!({"type": "turn"})).unwrap()])
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_provider_is_a_typed_error_not_a_crash() {
+    for (in_poll, operation) in [(true, "poll_turn"), (false, "normalize")] {
+        let error = Session::run(&Panics { in_poll }, NoTools, SessionOptions::new()).await.expect_err("fails");
+        let Error::Provider { kind, message, .. } = error.root() else { panic!("{error:?}") };
+        assert_eq!(kind.as_deref(), Some("panic"));
+        assert!(message.starts_with(operation) && message.contains("bug"), "{message}");
+        let kept = error.partial_result().map(|r| r.events.len());
+        assert_eq!(kept, Some(if in_poll { 0 } else { 1 }), "events gathered before the panic are kept");
+    }
+}

@@ -13,6 +13,7 @@ use super::backoff::ReconnectPolicy;
 use super::machine::{Command, Machine, MachineConfig, Phase, Signal};
 use super::options::SessionOptions;
 use super::tools::{ToolBatch, ToolSettings};
+use super::unwind::{CatchUnwind, panic_message};
 use crate::{
     Error, Event, Handler, LiveEvents, OpenConnection, Provider, SessionInfo, SessionResult, StreamItem,
     TerminalReason, TurnInput,
@@ -141,9 +142,10 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
     async fn execute(&mut self, command: Command) -> Step {
         match command {
             Command::Drive(input) => match &mut self.connection {
-                OpenConnection::Streaming(connection) => match connection.push(input).await {
-                    Ok(()) => Step::Continue,
-                    Err(error) => Step::Feed(Signal::DriveFailed(error)),
+                OpenConnection::Streaming(connection) => match CatchUnwind::new(connection.push(input)).await {
+                    Ok(Ok(())) => Step::Continue,
+                    Ok(Err(error)) => Step::Feed(Signal::DriveFailed(error)),
+                    Err(panic) => Step::Feed(Signal::TurnFailed(provider_panicked(self.provider, "push", &*panic))),
                 },
                 OpenConnection::RequestResponse(_) => {
                     self.poll_input = Some(input);
@@ -154,13 +156,21 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 self.forward(&event);
                 Step::Continue
             }
-            Command::Normalize(events) => Step::Feed(Signal::Normalized(self.provider.normalize(&events))),
+            Command::Normalize(events) => match catch_unwind(AssertUnwindSafe(|| self.provider.normalize(&events))) {
+                Ok(turn) => Step::Feed(Signal::Normalized(turn)),
+                Err(panic) => Step::Feed(Signal::TurnFailed(provider_panicked(self.provider, "normalize", &*panic))),
+            },
             Command::RunTools(uses) => {
                 self.tools = Some(ToolBatch::spawn(uses, &self.handler, &self.info, self.tool_settings));
                 Step::Continue
             }
             Command::RecoverPendingToolUses(events) => {
-                Step::Feed(Signal::Recovered(self.provider.pending_tool_uses(&events)))
+                match catch_unwind(AssertUnwindSafe(|| self.provider.pending_tool_uses(&events))) {
+                    Ok(uses) => Step::Feed(Signal::Recovered(uses)),
+                    Err(panic) => {
+                        Step::Feed(Signal::TurnFailed(provider_panicked(self.provider, "pending_tool_uses", &*panic)))
+                    }
+                }
             }
             Command::Reconnect { attempt } => {
                 self.reconnect_attempt = Some(attempt);
@@ -219,14 +229,15 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             (Phase::Done, _) => Wake::Command(None),
             (Phase::AwaitConnect | Phase::InFlight | Phase::Idle, OpenConnection::Streaming(connection)) => {
                 tokio::select! {
-                    item = connection.next_item() => Wake::Signal(match item {
-                        StreamItem::Connected => Signal::Connected,
-                        StreamItem::Event(event) => {
-                            let boundary = provider.is_turn_boundary(&event);
+                    item = CatchUnwind::new(connection.next_item()) => Wake::Signal(match item {
+                        Ok(StreamItem::Connected) => Signal::Connected,
+                        Ok(StreamItem::Event(event)) => {
+                            let boundary = is_boundary(*provider, &event);
                             Signal::StreamEvent { event, boundary }
                         }
-                        StreamItem::Closed => Signal::StreamEnded(None),
-                        StreamItem::Failed(error) => Signal::StreamEnded(Some(error)),
+                        Ok(StreamItem::Closed) => Signal::StreamEnded(None),
+                        Ok(StreamItem::Failed(error)) => Signal::StreamEnded(Some(error)),
+                        Err(panic) => Signal::StreamEnded(Some(provider_panicked(*provider, "next_item", &*panic))),
                     }),
                     command = next_command(live) => Wake::Command(command),
                     () = until(*deadline) => Wake::Deadline,
@@ -246,8 +257,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             return Wake::Signal(Signal::DriveFailed(Error::Closed));
         };
         let (sender, mut receiver) = mpsc::unbounded_channel();
-        let poll = connection.poll_turn(input, LiveEvents::new(sender));
-        tokio::pin!(poll);
+        let mut poll = CatchUnwind::new(connection.poll_turn(input, LiveEvents::new(sender)));
         loop {
             tokio::select! {
                 biased;
@@ -268,8 +278,9 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                         }
                     }
                     return Wake::Signal(match outcome {
-                        Ok(events) => Signal::Polled(events),
-                        Err(error) => Signal::DriveFailed(error),
+                        Ok(Ok(events)) => Signal::Polled(events),
+                        Ok(Err(error)) => Signal::DriveFailed(error),
+                        Err(panic) => Signal::TurnFailed(provider_panicked(*provider, "poll_turn", &*panic)),
                     });
                 }
                 command = next_command(live) => match command {
@@ -340,7 +351,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                     .history
                     .into_iter()
                     .map(|event| {
-                        let boundary = self.provider.is_turn_boundary(&event);
+                        let boundary = is_boundary(self.provider, &event);
                         (event, boundary)
                     })
                     .collect();
@@ -408,15 +419,33 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
 }
 
 fn forward_with<P: Provider + ?Sized>(provider: &P, handler: &Arc<dyn Handler>, info: &SessionInfo, event: &Event) {
-    let delta = provider.text_delta(event).filter(|text| !text.is_empty()).map(Event::text_delta);
     let observed = catch_unwind(AssertUnwindSafe(|| {
+        let delta = provider.text_delta(event).filter(|text| !text.is_empty()).map(Event::text_delta);
         handler.handle_event(event, info);
         if let Some(delta) = &delta {
             handler.handle_event(delta, info);
         }
     }));
     if observed.is_err() {
-        tracing::warn!(event.kind = event.kind().unwrap_or("?"), "the handler's event callback panicked");
+        tracing::warn!(event.kind = event.kind().unwrap_or("?"), "text_delta or the handler's event callback panicked");
+    }
+}
+
+/// Asks the provider whether `event` ends a turn; a panicking provider is logged and the event is not a boundary.
+fn is_boundary<P: Provider + ?Sized>(provider: &P, event: &Event) -> bool {
+    catch_unwind(AssertUnwindSafe(|| provider.is_turn_boundary(event))).unwrap_or_else(|_| {
+        tracing::warn!(event.kind = event.kind().unwrap_or("?"), "is_turn_boundary panicked");
+        false
+    })
+}
+
+/// The error for a provider that panicked in `operation`.
+fn provider_panicked<P: Provider + ?Sized>(provider: &P, operation: &str, panic: &(dyn std::any::Any + Send)) -> Error {
+    Error::Provider {
+        provider: provider.name().to_string(),
+        kind: Some("panic".to_string()),
+        message: format!("{operation} panicked: {}", panic_message(panic)),
+        retryable: false,
     }
 }
 

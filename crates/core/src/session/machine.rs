@@ -93,6 +93,8 @@ pub enum Signal {
     Recovered(Vec<ToolUse>),
     /// Driving an input failed (a push or a poll).
     DriveFailed(Error),
+    /// The provider failed to interpret the turn (e.g. its `normalize` panicked): the request fails.
+    TurnFailed(Error),
     /// The event stream ended: `None` when it closed cleanly.
     StreamEnded(Option<Error>),
     /// A reconnect succeeded; `history` carries each missed event with its turn-boundary flag.
@@ -265,6 +267,11 @@ impl Machine {
             Signal::ToolsFinished(results) => self.tools_finished(results, &mut out),
             Signal::Recovered(uses) => self.recovered(uses, &mut out),
             Signal::DriveFailed(error) => self.drive_failed(error, &mut out),
+            Signal::TurnFailed(error) => {
+                if !matches!(self.phase, Phase::Done | Phase::Idle) {
+                    self.fail_turn(error, &mut out);
+                }
+            }
             Signal::StreamEnded(error) => self.stream_ended(error, &mut out),
             Signal::Reconnected { pending, history, seen_ids } => {
                 self.reconnected(pending, history, seen_ids, &mut out)

@@ -5,6 +5,7 @@ mod driver;
 pub mod machine;
 mod options;
 mod tools;
+mod unwind;
 
 use std::sync::Arc;
 

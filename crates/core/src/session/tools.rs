@@ -1,11 +1,6 @@
 //! Running one turn's tool calls: concurrently, bounded, results in call order.
 
-use std::any::Any;
-use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
@@ -13,6 +8,7 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 use tracing::field::Empty;
 
+use super::unwind::{CatchUnwind, panic_message};
 use crate::{Handler, SessionInfo, ToolResult, ToolUse};
 
 /// How tool calls run.
@@ -102,7 +98,7 @@ async fn run_one(
     info: &SessionInfo,
     timeout: Option<Duration>,
 ) -> ToolResult {
-    let call = CatchUnwind(Box::pin(handler.handle_tool_call_with_info(tool_use, info)));
+    let call = CatchUnwind::new(handler.handle_tool_call_with_info(tool_use, info));
     let outcome = match timeout {
         Some(limit) => match tokio::time::timeout(limit, call).await {
             Ok(outcome) => outcome,
@@ -114,31 +110,5 @@ async fn run_one(
         Ok(Ok(text)) => ToolResult::ok(&tool_use.id, text),
         Ok(Err(error)) => ToolResult::error(&tool_use.id, error.to_string()),
         Err(panic) => ToolResult::error(&tool_use.id, format!("tool panicked: {}", panic_message(&*panic))),
-    }
-}
-
-/// Turns a panic while polling the inner future into an `Err` with the panic payload.
-struct CatchUnwind<F: ?Sized>(Pin<Box<F>>);
-
-impl<F: Future + ?Sized> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Box<dyn Any + Send>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = self.0.as_mut();
-        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
-            Err(panic) => Poll::Ready(Err(panic)),
-        }
-    }
-}
-
-fn panic_message(panic: &(dyn Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a non-string payload".to_string()
     }
 }
