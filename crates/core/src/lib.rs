@@ -84,3 +84,5 @@ pub use session::{
 pub use spec::{AgentHandle, AgentSpec, EnvironmentHandle, EnvironmentSpec, Networking};
 pub use tool::{ToolResult, ToolSchema, ToolUse};
 pub use usage::Usage;
+#[cfg(feature = "http")]
+pub mod http;

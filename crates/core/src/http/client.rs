@@ -1,0 +1,137 @@
+//! A hyper 1 client with rustls, and request sending with retries.
+
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use super::body::read_body;
+use super::retry::{RetryPolicy, retry_after, should_retry_header};
+use crate::Error;
+
+/// The body type of requests sent through [`HttpClient`].
+pub type RequestBody = Full<Bytes>;
+
+/// A secret (API key, token): its value never appears in `Debug` or `Display` output.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value, for putting it on the wire.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// An HTTP/1.1 client for `http` and `https` URLs (rustls with the webpki roots), with a connect timeout.
+/// Cloning is cheap and shares the connection pool.
+#[derive(Clone)]
+pub struct HttpClient {
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, RequestBody>,
+}
+
+impl fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClient").finish_non_exhaustive()
+    }
+}
+
+impl HttpClient {
+    /// A client whose connections time out after `connect_timeout`.
+    pub fn new(connect_timeout: Duration) -> Result<Self, Error> {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(connect_timeout));
+        http.set_nodelay(true);
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
+            .map_err(|error| Error::transport("cannot set up TLS", error))?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https);
+        Ok(Self { client })
+    }
+
+    /// Sends one request; `timeout` bounds the wait for the response head (not the body).
+    pub async fn send(&self, request: Request<RequestBody>, timeout: Duration) -> Result<Response<Incoming>, Error> {
+        match tokio::time::timeout(timeout, self.client.request(request)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(error)) => Err(Error::transport(describe(&error), error)),
+            Err(_) => Err(Error::Transport { message: format!("no response within {timeout:?}"), source: None }),
+        }
+    }
+
+    /// Sends a request built by `build` until it succeeds, retrying transport errors and retryable statuses
+    /// under `policy` (the server's `retry-after` and `x-should-retry` are honoured). A non-success response
+    /// that is not retried becomes [`Error::Http`] with its body. Only use retries for requests that are safe to
+    /// repeat.
+    pub async fn send_with_retries(
+        &self,
+        policy: &RetryPolicy,
+        timeout: Duration,
+        mut build: impl FnMut() -> Result<Request<RequestBody>, Error>,
+    ) -> Result<Response<Incoming>, Error> {
+        let mut retry = 0;
+        loop {
+            let outcome = self.send(build()?, timeout).await;
+            let (error, server_delay) = match outcome {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let headers = response.headers().clone();
+                    let delay = retry_after(&headers);
+                    let body = read_body(response.into_body(), 1 << 20, timeout).await.unwrap_or_default();
+                    let error = Error::Http { status, body: String::from_utf8_lossy(&body).into_owned(), retry_after: delay };
+                    let retryable = should_retry_header(&headers).unwrap_or(RetryPolicy::is_retryable_status(status));
+                    if !retryable {
+                        return Err(error);
+                    }
+                    (error, delay)
+                }
+                Err(error) => (error, None),
+            };
+            if retry >= policy.max_retries {
+                return Err(error);
+            }
+            retry += 1;
+            let delay = policy.delay(retry, server_delay, fastrand::f64());
+            tracing::warn!(retry, ?delay, %error, "request failed; retrying");
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+fn describe(error: &hyper_util::client::legacy::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}

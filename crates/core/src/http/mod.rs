@@ -1,0 +1,22 @@
+//! The HTTP pieces the Claude and Local providers share (feature `http`): a hyper 1 client with rustls, an
+//! incremental SSE decoder, response bodies read with an idle timeout, and a retry policy. With feature
+//! `http-server`, a small loopback server for the providers' emulators.
+//!
+//! Third-party providers that bring their own HTTP stack do not enable these features and pay nothing for them.
+
+mod body;
+mod client;
+mod retry;
+#[cfg(feature = "http-server")]
+pub mod server;
+pub mod sse;
+
+pub use body::{SseBody, read_body};
+pub use client::{HttpClient, RequestBody, Secret};
+pub use retry::{RetryPolicy, retry_after};
+pub use sse::{SseDecoder, SseFrame};
+
+/// Re-exports of the HTTP types the providers build requests with.
+pub use bytes::Bytes;
+pub use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
+pub use hyper::body::Incoming;

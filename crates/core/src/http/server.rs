@@ -1,0 +1,158 @@
+//! A small HTTP/1 server on loopback, for emulators (feature `http-server`).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+/// A response body: complete bytes, or chunks sent from a task as they are produced.
+pub struct ResponseBody(BodyKind);
+
+enum BodyKind {
+    Full(Option<Bytes>),
+    Channel(mpsc::Receiver<Result<Bytes, io::Error>>),
+}
+
+impl ResponseBody {
+    /// A complete body.
+    pub fn full(bytes: impl Into<Bytes>) -> Self {
+        Self(BodyKind::Full(Some(bytes.into())))
+    }
+
+    /// A streamed body and the sender that feeds it. Sending `Err` aborts the connection mid-body (a dropped
+    /// stream); dropping the sender ends the body cleanly.
+    pub fn channel() -> (mpsc::Sender<Result<Bytes, io::Error>>, Self) {
+        let (sender, receiver) = mpsc::channel(64);
+        (sender, Self(BodyKind::Channel(receiver)))
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match &mut self.0 {
+            BodyKind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            BodyKind::Channel(receiver) => receiver.poll_recv(cx).map(|item| item.map(|r| r.map(Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(&self.0, BodyKind::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.0 {
+            BodyKind::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
+            BodyKind::Full(None) => SizeHint::with_exact(0),
+            BodyKind::Channel(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// A JSON response with `status`.
+pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::full(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
+}
+
+/// A request with its body read.
+#[derive(Debug, Clone)]
+pub struct ReceivedRequest {
+    /// The method.
+    pub method: http::Method,
+    /// The path and query.
+    pub uri: http::Uri,
+    /// The headers.
+    pub headers: http::HeaderMap,
+    /// The body.
+    pub body: Bytes,
+}
+
+type Handler = dyn Fn(ReceivedRequest) -> Pin<Box<dyn Future<Output = Response<ResponseBody>> + Send>> + Send + Sync;
+
+/// An HTTP/1 server on `127.0.0.1` (port chosen by the OS). Dropping it stops the server and its connections.
+pub struct LoopbackServer {
+    address: SocketAddr,
+    _tasks: JoinSet<()>,
+}
+
+impl std::fmt::Debug for LoopbackServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopbackServer").field("address", &self.address).finish()
+    }
+}
+
+impl LoopbackServer {
+    /// Starts serving every request with `handler`.
+    pub async fn start<F, Fut>(handler: F) -> io::Result<Self>
+    where
+        F: Fn(ReceivedRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Response<ResponseBody>> + Send + 'static,
+    {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let address = listener.local_addr()?;
+        let handler: Arc<Handler> = Arc::new(move |request| Box::pin(handler(request)));
+        let mut tasks = JoinSet::new();
+        tasks.spawn(async move {
+            let mut connections = JoinSet::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                let handler = Arc::clone(&handler);
+                connections.spawn(async move {
+                    let service = service_fn(move |request: Request<Incoming>| {
+                        let handler = Arc::clone(&handler);
+                        async move {
+                            let (parts, body) = request.into_parts();
+                            let body = match body.collect().await {
+                                Ok(collected) => collected.to_bytes(),
+                                Err(_) => Bytes::new(),
+                            };
+                            let received =
+                                ReceivedRequest { method: parts.method, uri: parts.uri, headers: parts.headers, body };
+                            Ok::<_, Infallible>(handler(received).await)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        Ok(Self { address, _tasks: tasks })
+    }
+
+    /// The address the server listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+}
+
+/// A complete empty response with `status`.
+pub fn empty_response(status: StatusCode) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::full(Bytes::new()));
+    *response.status_mut() = status;
+    response
+}
