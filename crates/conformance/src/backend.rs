@@ -11,7 +11,7 @@ use crate::{InputLog, Script};
 /// What a backend can do, selecting the scenarios that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Capabilities {
+pub struct BackendCapabilities {
     /// The provider's connection mode.
     pub mode: Mode,
     /// The provider's optional capabilities (outcomes, transcript, interrupt …).
@@ -26,7 +26,7 @@ pub struct Capabilities {
     pub resume: bool,
 }
 
-impl Capabilities {
+impl BackendCapabilities {
     /// A backend of `mode` with no optional capability.
     pub const fn new(mode: Mode) -> Self {
         Self {
@@ -109,7 +109,7 @@ pub trait Backend: Send + Sync {
     type Provider: Provider + 'static;
 
     /// What the backend can do.
-    fn capabilities(&self) -> Capabilities;
+    fn capabilities(&self) -> BackendCapabilities;
 
     /// Starts a backend playing `script` and a provider pointed at it.
     async fn start(&self, script: Script) -> Harness<Self::Provider>;

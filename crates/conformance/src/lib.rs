@@ -6,7 +6,7 @@
 //! * [`Script`]: what the remote model does, turn by turn (text chunks, tool calls, stop, usage, [`Fault`]s).
 //! * [`Backend`]: starts your provider against something that plays a script (your emulator on loopback) and
 //!   reports what it received as an [`InputLog`].
-//! * [`Capabilities`]: what your backend can do; scenarios that need more are reported as skipped, with the
+//! * [`BackendCapabilities`]: what your backend can do; scenarios that need more are reported as skipped, with the
 //!   reason.
 //! * [`scenarios`]: one `pub async fn` per behaviour; [`conformance_suite!`] stamps one `#[test]` per scenario
 //!   (each on its own tokio runtime) plus a `conformance_completeness` test that fails when a scenario is
@@ -22,9 +22,9 @@
 //! ```
 //! use std::sync::Arc;
 //! use managed_agents_conformance::{
-//!     Backend, Capabilities, Harness, Script, async_trait, reference::StreamingReference,
+//!     Backend, BackendCapabilities, Harness, Script, async_trait, reference::StreamingReference,
 //! };
-//! use managed_agents_core::{Mode, Provider, SessionOptions};
+//! use managed_agents_core::{Mode, SessionOptions};
 //!
 //! /// Starts `MyProvider` against its emulator. Here the in-memory reference provider plays that part.
 //! struct MyBackend;
@@ -33,9 +33,9 @@
 //! impl Backend for MyBackend {
 //!     type Provider = StreamingReference;
 //!
-//!     fn capabilities(&self) -> Capabilities {
-//!         Capabilities::new(Mode::Streaming)
-//!             .with_provider(StreamingReference::new(Script::new()).capabilities())
+//!     fn capabilities(&self) -> BackendCapabilities {
+//!         BackendCapabilities::new(Mode::Streaming)
+//!             .with_provider(StreamingReference::CAPABILITIES)
 //!             .with_reconnect()
 //!             .with_duplicate_delivery()
 //!             .with_split_requires_action()
@@ -70,7 +70,7 @@ mod script;
 pub mod support;
 
 pub use async_trait::async_trait;
-pub use backend::{Backend, Capabilities, Harness};
+pub use backend::{Backend, BackendCapabilities, Harness};
 pub use log::{InputLog, RecordedInput};
 pub use scenarios::{ScenarioInfo, Verdict};
 pub use script::{Fault, Script, ScriptStop, ScriptToolCall, ScriptTurn, ScriptUsage};
@@ -99,6 +99,7 @@ macro_rules! conformance_suite {
             follow_up_message,
             message_queued_mid_turn,
             send_event_passthrough,
+            interrupt_reaches_host,
             timeout_cleans_up,
             cancellation_cleans_up,
             split_requires_action_recovery,
@@ -128,6 +129,7 @@ macro_rules! conformance_suite {
 }
 
 /// Runs a future on a fresh multi-threaded tokio runtime (two workers), as each stamped test does.
+#[doc(hidden)]
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -137,24 +139,31 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     runtime.block_on(future)
 }
 
-/// Prints a scenario's verdict (skips are visible in the test output).
+/// Prints a scenario's verdict straight to the process's stderr (which the test harness does not capture, so
+/// skips are visible in every run).
+#[doc(hidden)]
 pub fn report(name: &str, verdict: Verdict) {
-    match verdict {
-        Verdict::Passed => eprintln!("conformance: {name}: passed"),
-        Verdict::Skipped(reason) => eprintln!("conformance: {name}: SKIPPED: {reason}"),
+    if let Verdict::Skipped(reason) = verdict {
+        say(&format!("conformance: {name}: SKIPPED: {reason}"));
     }
+}
+
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Fails unless `stamped` (the tests a suite stamped) is exactly [`scenarios::ALL`]; prints which scenarios
 /// run and which are skipped, with reasons, for `capabilities`.
-pub fn assert_complete(stamped: &[&str], capabilities: &Capabilities) {
+#[doc(hidden)]
+pub fn assert_complete(stamped: &[&str], capabilities: &BackendCapabilities) {
     let known: Vec<&str> = scenarios::ALL.iter().map(|s| s.name).collect();
     let missing: Vec<&&str> = known.iter().filter(|name| !stamped.contains(name)).collect();
     let unknown: Vec<&&str> = stamped.iter().filter(|name| !known.contains(name)).collect();
     for scenario in scenarios::ALL {
         match (scenario.requires)(capabilities) {
-            None => eprintln!("conformance: {:<36} run", scenario.name),
-            Some(reason) => eprintln!("conformance: {:<36} skipped: {reason}", scenario.name),
+            None => say(&format!("conformance: {:<36} run", scenario.name)),
+            Some(reason) => say(&format!("conformance: {:<36} skipped: {reason}", scenario.name)),
         }
     }
     assert!(missing.is_empty(), "scenarios neither run nor skipped: {missing:?}");

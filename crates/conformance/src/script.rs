@@ -147,7 +147,7 @@ pub struct ScriptUsage {
 }
 
 /// A fault to inject while playing a turn. Each backend lists the faults it can inject in its
-/// [`crate::Capabilities`].
+/// [`crate::BackendCapabilities`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]

@@ -89,6 +89,11 @@ pub enum Error {
         partial: Box<SessionResult>,
     },
 
+    /// A synchronous run reattached to a session that waits on nothing (no pending tool call) and was given no
+    /// prompt: there is nothing to run. (Upstream parked until its timeout.)
+    #[error("the resumed session has no pending tool call and no prompt was given: nothing to run")]
+    NothingToResume,
+
     /// The session is closed (its handle was closed or its task ended).
     #[error("the session is closed")]
     Closed,

@@ -103,7 +103,10 @@ pub enum TurnInput {
 }
 
 /// What a session asks a provider to open.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// Its `Debug` output lists the keys of `metadata` and `options`, never their values (options may carry
+/// credentials, such as a per-run API key).
+#[derive(Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct OpenRequest {
     /// The agent to run (a Claude agent id, an AgentCore harness ARN …).
@@ -122,7 +125,26 @@ pub struct OpenRequest {
     pub options: Map<String, Value>,
 }
 
+impl std::fmt::Debug for OpenRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenRequest")
+            .field("agent_id", &self.agent_id)
+            .field("environment_id", &self.environment_id)
+            .field("session_id", &self.session_id)
+            .field("history", &format_args!("[{} messages]", self.history.len()))
+            .field("model", &self.model)
+            .field("metadata", &self.metadata.keys().collect::<Vec<_>>())
+            .field("options", &self.options.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
 impl OpenRequest {
+    /// A provider-specific string option.
+    pub fn str_option(&self, key: &str) -> Option<&str> {
+        self.options.get(key).and_then(Value::as_str)
+    }
+
     /// A provider-specific option.
     pub fn option(&self, key: &str) -> Option<&Value> {
         self.options.get(key)
@@ -208,10 +230,12 @@ pub trait Connection: Send {
     /// Re-opens the event stream after a drop (or attaches to a resumed session) and recovers what was missed.
     /// `seen` holds the ids of the events the session already has.
     ///
-    /// The default recovers nothing, which is right for request/response providers that only reattach.
+    /// Streaming connections must implement it. The default answers [`Error::Unsupported`], which the session
+    /// treats as "nothing to recover" for request/response connections (right for those that only reattach)
+    /// and as a failed reconnect for streaming ones.
     async fn reconnect(&mut self, seen: &HashSet<String>) -> Result<Reconnected, Error> {
         let _ = seen;
-        Ok(Reconnected::default())
+        Err(Error::Unsupported { operation: "reconnect", provider: String::new() })
     }
 }
 
@@ -376,3 +400,16 @@ macro_rules! forward_provider {
 }
 
 forward_provider!(Arc<P>, Box<P>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_request_debug_hides_option_values() {
+        let mut request = OpenRequest::default();
+        request.options.insert("api_key".into(), Value::from("sk-very-secret"));
+        let printed = format!("{request:?}");
+        assert!(printed.contains("api_key") && !printed.contains("sk-very-secret"), "{printed}");
+    }
+}

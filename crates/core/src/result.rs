@@ -30,8 +30,6 @@ pub enum TerminalReason {
     HaltedByGuard,
     /// The model ended its turn without calling the enforced terminal tool, and the re-prompts ran out.
     NoTerminalTool,
-    /// The session was cancelled (its handle closed or its future dropped).
-    Cancelled,
     /// The run's timeout elapsed.
     TimedOut,
     /// An error stopped the session.
@@ -58,7 +56,8 @@ pub struct TurnResult {
     /// The turn's usage, when the wire reported any.
     #[serde(default)]
     pub usage: Option<Usage>,
-    /// The raw events the turn was derived from.
+    /// The raw events the turn was derived from. The session loop keeps its own record of events and does not
+    /// read this; it is there for callers of [`Provider::normalize`](crate::Provider::normalize).
     #[serde(default)]
     pub events: Vec<Event>,
 }

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use managed_agents_core::{Mode, Provider, SessionOptions};
+use managed_agents_core::{Mode, SessionOptions};
 
 use super::{RequestResponseReference, StreamingReference};
-use crate::{Backend, Capabilities, Harness, Script};
+use crate::{Backend, BackendCapabilities, Harness, Script};
 
 /// Runs the suite against [`StreamingReference`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -16,9 +16,9 @@ pub struct StreamingReferenceBackend;
 impl Backend for StreamingReferenceBackend {
     type Provider = StreamingReference;
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::new(Mode::Streaming)
-            .with_provider(StreamingReference::new(Script::new()).capabilities())
+    fn capabilities(&self) -> BackendCapabilities {
+        BackendCapabilities::new(Mode::Streaming)
+            .with_provider(StreamingReference::CAPABILITIES)
             .with_reconnect()
             .with_duplicate_delivery()
             .with_split_requires_action()
@@ -40,9 +40,9 @@ pub struct RequestResponseReferenceBackend;
 impl Backend for RequestResponseReferenceBackend {
     type Provider = RequestResponseReference;
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::new(Mode::RequestResponse)
-            .with_provider(RequestResponseReference::new(Script::new()).capabilities())
+    fn capabilities(&self) -> BackendCapabilities {
+        BackendCapabilities::new(Mode::RequestResponse)
+            .with_provider(RequestResponseReference::CAPABILITIES)
             .with_resume()
     }
 

@@ -24,6 +24,9 @@ impl RequestResponseReference {
     /// The provider's name.
     pub const NAME: &'static str = "reference-request-response";
 
+    /// What the provider supports.
+    pub const CAPABILITIES: Capabilities = Capabilities::none().with_transcript();
+
     /// A provider playing `script`.
     pub fn new(script: Script) -> Self {
         Self { world: SharedWorld::new(Self::NAME, script, false) }
@@ -42,7 +45,7 @@ impl Provider for RequestResponseReference {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none().with_transcript()
+        Self::CAPABILITIES
     }
 
     async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {

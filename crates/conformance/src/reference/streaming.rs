@@ -27,6 +27,9 @@ impl StreamingReference {
     /// The provider's name.
     pub const NAME: &'static str = "reference-streaming";
 
+    /// What the provider supports.
+    pub const CAPABILITIES: Capabilities = Capabilities::none().with_outcomes().with_interrupt();
+
     /// A provider playing `script`.
     pub fn new(script: Script) -> Self {
         Self { world: SharedWorld::new(Self::NAME, script, true) }
@@ -45,7 +48,7 @@ impl Provider for StreamingReference {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none().with_outcomes().with_interrupt()
+        Self::CAPABILITIES
     }
 
     async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {

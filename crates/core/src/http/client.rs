@@ -105,7 +105,8 @@ impl HttpClient {
                     let headers = response.headers().clone();
                     let delay = retry_after(&headers);
                     let body = read_body(response.into_body(), 1 << 20, timeout).await.unwrap_or_default();
-                    let error = Error::Http { status, body: String::from_utf8_lossy(&body).into_owned(), retry_after: delay };
+                    let error =
+                        Error::Http { status, body: String::from_utf8_lossy(&body).into_owned(), retry_after: delay };
                     let retryable = should_retry_header(&headers).unwrap_or(RetryPolicy::is_retryable_status(status));
                     if !retryable {
                         return Err(error);

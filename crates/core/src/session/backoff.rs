@@ -32,14 +32,30 @@ impl ReconnectPolicy {
         }
         let exponent = (attempt - 1).min(30);
         let base = self.initial.saturating_mul(1u32 << exponent).min(self.max);
-        let jitter = self.jitter.clamp(0.0, 1.0) * unit.clamp(0.0, 1.0);
+        let jitter = finite_fraction(self.jitter) * finite_fraction(unit);
         base.mul_f64(1.0 - jitter)
+    }
+
+    /// Checks the fields.
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        if !(0.0..=1.0).contains(&self.jitter) {
+            return Err(crate::Error::invalid_option("reconnect_policy", "jitter must be between 0 and 1"));
+        }
+        if self.initial > self.max {
+            return Err(crate::Error::invalid_option("reconnect_policy", "the initial delay exceeds the maximum"));
+        }
+        Ok(())
     }
 
     /// Whether attempt `attempt` is still allowed.
     pub fn allows(&self, attempt: u32) -> bool {
         self.max_attempts.is_none_or(|max| attempt <= max)
     }
+}
+
+/// `value` clamped to `[0, 1]`, NaN counting as 0.
+fn finite_fraction(value: f64) -> f64 {
+    if value.is_nan() { 0.0 } else { value.clamp(0.0, 1.0) }
 }
 
 #[cfg(test)]
@@ -61,5 +77,7 @@ mod tests {
         assert_eq!(p.delay(2, 1.0), Duration::from_millis(800));
         assert!(ReconnectPolicy { max_attempts: Some(2), ..p }.allows(2));
         assert!(!ReconnectPolicy { max_attempts: Some(2), ..p }.allows(3));
+        assert_eq!(ReconnectPolicy { jitter: f64::NAN, ..p }.delay(1, 0.5), Duration::from_millis(500));
+        assert!(ReconnectPolicy { jitter: f64::NAN, ..p }.validate().is_err());
     }
 }

@@ -42,7 +42,6 @@ pub(crate) enum HandleCommand {
     Message(String),
     SendEvent(Event, oneshot::Sender<Result<(), Error>>),
     Interrupt(oneshot::Sender<Result<(), Error>>),
-    Close,
 }
 
 /// The channels between a live session and its handle.
@@ -142,11 +141,17 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
     async fn execute(&mut self, command: Command) -> Step {
         match command {
             Command::Drive(input) => match &mut self.connection {
-                OpenConnection::Streaming(connection) => match CatchUnwind::new(connection.push(input)).await {
-                    Ok(Ok(())) => Step::Continue,
-                    Ok(Err(error)) => Step::Feed(Signal::DriveFailed(error)),
-                    Err(panic) => Step::Feed(Signal::TurnFailed(provider_panicked(self.provider, "push", &*panic))),
-                },
+                OpenConnection::Streaming(connection) => {
+                    let pushed = tokio::select! {
+                        pushed = CatchUnwind::new(connection.push(input)) => pushed,
+                        () = until(self.deadline) => return Step::End(Err(self.timed_out())),
+                    };
+                    match pushed {
+                        Ok(Ok(())) => Step::Continue,
+                        Ok(Err(error)) => Step::Feed(Signal::DriveFailed(error)),
+                        Err(panic) => Step::Feed(Signal::TurnFailed(provider_panicked(self.provider, "push", &*panic))),
+                    }
+                }
                 OpenConnection::RequestResponse(_) => {
                     self.poll_input = Some(input);
                     Step::Continue
@@ -227,7 +232,9 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         let Self { connection, live, deadline, provider, .. } = self;
         match (self.machine.phase(), connection) {
             (Phase::Done, _) => Wake::Command(None),
-            (Phase::AwaitConnect | Phase::InFlight | Phase::Idle, OpenConnection::Streaming(connection)) => {
+            (Phase::AwaitConnect | Phase::InFlight | Phase::Idle, OpenConnection::Streaming(connection))
+                if self.machine.stream_up() =>
+            {
                 tokio::select! {
                     item = CatchUnwind::new(connection.next_item()) => Wake::Signal(match item {
                         Ok(StreamItem::Connected) => Signal::Connected,
@@ -288,10 +295,13 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                         // Not idle: the machine queues it behind this turn.
                         let _ = machine.handle(Signal::UserMessage(text));
                     }
-                    Some(HandleCommand::SendEvent(_, reply) | HandleCommand::Interrupt(reply)) => {
+                    Some(HandleCommand::SendEvent(_, reply)) => {
                         let _ = reply.send(Err(unsupported(*provider, "send_event")));
                     }
-                    Some(HandleCommand::Close) | None => return Wake::Command(None),
+                    Some(HandleCommand::Interrupt(reply)) => {
+                        let _ = reply.send(Err(unsupported(*provider, "interrupt")));
+                    }
+                    None => return Wake::Command(None),
                 },
                 () = until(*deadline) => return Wake::Deadline,
             }
@@ -322,9 +332,10 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         }
         let seen = self.machine.seen().clone();
         let Self { connection, machine, live, deadline, .. } = self;
+        let request_response = matches!(connection, OpenConnection::RequestResponse(_));
         let mut reconnect = Box::pin(async {
             tokio::time::sleep(delay).await;
-            connection.common_mut().reconnect(&seen).await
+            CatchUnwind::new(connection.common_mut().reconnect(&seen)).await
         });
         let outcome = loop {
             tokio::select! {
@@ -336,12 +347,17 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                     Some(HandleCommand::SendEvent(_, reply) | HandleCommand::Interrupt(reply)) => {
                         let _ = reply.send(Err(Error::transport("the session is reconnecting", "stream down")));
                     }
-                    Some(HandleCommand::Close) | None => return Wake::Command(None),
+                    None => return Wake::Command(None),
                 },
                 () = until(*deadline) => return Wake::Deadline,
             }
         };
         drop(reconnect);
+        let outcome = match outcome {
+            Ok(Err(Error::Unsupported { .. })) if request_response => Ok(crate::Reconnected::default()),
+            Ok(outcome) => outcome,
+            Err(panic) => Err(provider_panicked(self.provider, "reconnect", &*panic)),
+        };
         match outcome {
             Ok(reconnected) => {
                 let session_id = self.connection.common().session_id();
@@ -367,7 +383,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
 
     async fn on_handle_command(&mut self, command: Option<HandleCommand>) -> Step {
         match command {
-            None | Some(HandleCommand::Close) => Step::End(Err(Error::Closed)),
+            None => Step::End(Err(Error::Closed)),
             Some(HandleCommand::Message(text)) => Step::Feed(Signal::UserMessage(text)),
             Some(HandleCommand::SendEvent(event, reply)) => {
                 let _ = reply.send(self.push_raw(TurnInput::Event(event), "send_event").await);
@@ -388,7 +404,10 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
     /// Pushes an input outside the turn accounting (streaming connections only).
     async fn push_raw(&mut self, input: TurnInput, operation: &'static str) -> Result<(), Error> {
         match &mut self.connection {
-            OpenConnection::Streaming(connection) => connection.push(input).await,
+            OpenConnection::Streaming(connection) => match CatchUnwind::new(connection.push(input)).await {
+                Ok(pushed) => pushed,
+                Err(panic) => Err(provider_panicked(self.provider, operation, &*panic)),
+            },
             OpenConnection::RequestResponse(_) => Err(unsupported(self.provider, operation)),
         }
     }
@@ -440,7 +459,11 @@ fn is_boundary<P: Provider + ?Sized>(provider: &P, event: &Event) -> bool {
 }
 
 /// The error for a provider that panicked in `operation`.
-fn provider_panicked<P: Provider + ?Sized>(provider: &P, operation: &str, panic: &(dyn std::any::Any + Send)) -> Error {
+pub(crate) fn provider_panicked<P: Provider + ?Sized>(
+    provider: &P,
+    operation: &str,
+    panic: &(dyn std::any::Any + Send),
+) -> Error {
     Error::Provider {
         provider: provider.name().to_string(),
         kind: Some("panic".to_string()),

@@ -186,13 +186,16 @@ pub struct Machine {
     session_id: Option<String>,
     seen: HashSet<String>,
     turn_buffer: Vec<Event>,
-    live_forwarded: bool,
+    live_events: Vec<Event>,
     request: Request,
     batch: Vec<ToolUse>,
     answered: HashSet<String>,
     queued_messages: VecDeque<String>,
     resume_prompt: Option<String>,
     reconnect_attempts: u32,
+    last_drive: Option<TurnInput>,
+    undelivered: Option<TurnInput>,
+    stream_up: bool,
 }
 
 impl Machine {
@@ -206,19 +209,28 @@ impl Machine {
             session_id: None,
             seen: HashSet::new(),
             turn_buffer: Vec::new(),
-            live_forwarded: false,
+            live_events: Vec::new(),
             request: Request { reprompts_left: reprompts, ..Request::default() },
             batch: Vec::new(),
             answered: HashSet::new(),
             queued_messages: VecDeque::new(),
             resume_prompt: None,
             reconnect_attempts: 0,
+            last_drive: None,
+            undelivered: None,
+            stream_up: true,
         }
     }
 
     /// The current phase.
     pub fn phase(&self) -> Phase {
         self.phase
+    }
+
+    /// Whether the event stream is believed up (streaming): after giving up on reconnecting, the driver stops
+    /// reading it until a new message triggers another reconnect.
+    pub fn stream_up(&self) -> bool {
+        self.stream_up
     }
 
     /// Ids of the events delivered so far.
@@ -254,7 +266,7 @@ impl Machine {
             Signal::StreamEvent { event, boundary } => self.accept_stream_event(event, boundary, &mut out),
             Signal::LiveEvent(event) => {
                 if self.phase == Phase::InFlight {
-                    self.live_forwarded = true;
+                    self.live_events.push(event.clone());
                     out.push(Command::Forward(event));
                 }
             }
@@ -306,7 +318,10 @@ impl Machine {
 
     fn drive(&mut self, input: TurnInput, out: &mut Vec<Command>) {
         self.phase = Phase::InFlight;
-        self.live_forwarded = false;
+        self.live_events.clear();
+        if self.config.mode == Mode::Streaming && self.config.live {
+            self.last_drive = Some(input.clone());
+        }
         out.push(Command::Drive(input));
     }
 
@@ -322,9 +337,15 @@ impl Machine {
     }
 
     fn accept_stream_event(&mut self, event: Event, boundary: bool, out: &mut Vec<Command>) {
-        if matches!(self.phase, Phase::Done | Phase::Opened) || !self.record(&event) {
+        if matches!(self.phase, Phase::Done | Phase::Opened) || event.id().is_some_and(|id| self.seen.contains(id)) {
             return;
         }
+        if self.phase == Phase::Idle {
+            // The loop host started a turn of its own (e.g. after a raw event): a new request.
+            self.reset_request();
+            self.phase = Phase::InFlight;
+        }
+        self.record(&event);
         out.push(Command::Forward(event.clone()));
         self.turn_buffer.push(event);
         if boundary && !matches!(self.phase, Phase::AwaitNormalize | Phase::RunningTools | Phase::Recovering) {
@@ -337,10 +358,14 @@ impl Machine {
         if self.phase != Phase::InFlight {
             return;
         }
+        let mut live = std::mem::take(&mut self.live_events);
         for event in &events {
             self.request.events.push(event.clone());
-            if !self.live_forwarded {
-                out.push(Command::Forward(event.clone()));
+            match live.iter().position(|sent| sent == event) {
+                Some(index) => {
+                    live.swap_remove(index);
+                }
+                None => out.push(Command::Forward(event.clone())),
             }
         }
         self.phase = Phase::AwaitNormalize;
@@ -411,14 +436,17 @@ impl Machine {
             .is_some_and(|name| !self.request.custom_tool_uses.iter().any(|used| used.name == name))
     }
 
-    /// Tool calls not answered yet, each id once.
+    /// Each call id once; on streaming connections, only calls not answered yet (a redelivered or stale
+    /// `requires_action` must not run a tool twice). Request/response hosts may reuse ids across turns.
     fn unanswered(&self, uses: Vec<ToolUse>) -> Vec<ToolUse> {
+        let streaming = self.config.mode == Mode::Streaming;
         let mut ids = HashSet::new();
-        uses.into_iter().filter(|u| !self.answered.contains(&u.id) && ids.insert(u.id.clone())).collect()
+        uses.into_iter().filter(|u| !(streaming && self.answered.contains(&u.id)) && ids.insert(u.id.clone())).collect()
     }
 
     fn run_tools(&mut self, uses: Vec<ToolUse>, out: &mut Vec<Command>) {
         self.phase = Phase::RunningTools;
+        self.turn_buffer.clear();
         self.batch = uses.clone();
         out.push(Command::RunTools(uses));
     }
@@ -432,6 +460,14 @@ impl Machine {
         self.drive(TurnInput::ToolResults { tool_uses, results }, out);
     }
 
+    fn remember_tool_uses(&mut self, uses: &[ToolUse]) {
+        for tool_use in uses {
+            if !self.request.custom_tool_uses.iter().any(|u| u.id == tool_use.id) {
+                self.request.custom_tool_uses.push(tool_use.clone());
+            }
+        }
+    }
+
     fn recovered(&mut self, uses: Vec<ToolUse>, out: &mut Vec<Command>) {
         if self.phase != Phase::Recovering {
             return;
@@ -439,11 +475,7 @@ impl Machine {
         let found_any = !uses.is_empty();
         let fresh = self.unanswered(uses);
         if !fresh.is_empty() {
-            for tool_use in &fresh {
-                if !self.request.custom_tool_uses.iter().any(|u| u.id == tool_use.id) {
-                    self.request.custom_tool_uses.push(tool_use.clone());
-                }
-            }
+            self.remember_tool_uses(&fresh);
             self.run_tools(fresh, out);
         } else if found_any && self.config.mode == Mode::Streaming {
             // A stale requires_action: everything it names was answered already. Wait for the next boundary.
@@ -457,8 +489,21 @@ impl Machine {
 
     fn drive_failed(&mut self, error: Error, out: &mut Vec<Command>) {
         if self.config.mode == Mode::Streaming && self.config.live {
+            // The input may not have arrived: send it again after reconnecting (tool results are re-run from the
+            // host's pending list instead, so they are no longer counted as answered).
+            if let Some(input) = self.last_drive.take() {
+                if let TurnInput::ToolResults { tool_uses, .. } = &input {
+                    for tool_use in tool_uses {
+                        self.answered.remove(&tool_use.id);
+                    }
+                }
+                self.undelivered = Some(input);
+            }
             return self.stream_ended(Some(error), out);
         }
+        // Events reported live before the failure are part of the record too.
+        let live = std::mem::take(&mut self.live_events);
+        self.request.events.extend(live);
         self.fail_turn(error, out);
     }
 
@@ -474,15 +519,31 @@ impl Machine {
     }
 
     fn schedule_reconnect(&mut self, in_flight: bool, error: Option<Error>, out: &mut Vec<Command>) {
+        self.stream_up = false;
         self.reconnect_attempts += 1;
         if let Some(max) = self.config.max_reconnect_attempts
             && self.reconnect_attempts > max
         {
-            self.reconnect_attempts = 0;
-            return self.fail_turn(error.unwrap_or(Error::StreamClosed), out);
+            return self.give_up(error.unwrap_or(Error::StreamClosed), out);
         }
         self.phase = Phase::Reconnecting { in_flight };
         out.push(Command::Reconnect { attempt: self.reconnect_attempts });
+    }
+
+    /// Stops reconnecting: the request fails, and the stream stays down until the next message.
+    fn give_up(&mut self, error: Error, out: &mut Vec<Command>) {
+        self.reconnect_attempts = 0;
+        self.stream_up = false;
+        self.undelivered = None;
+        let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::Error));
+        out.push(Command::Fail(Error::Turn { source: Box::new(error), partial }));
+        if self.config.live {
+            // A queued message would only find the stream down again: it waits for the next user message.
+            self.phase = Phase::Idle;
+            self.batch.clear();
+        } else {
+            self.phase = Phase::Done;
+        }
     }
 
     fn reconnect_failed(&mut self, error: Error, out: &mut Vec<Command>) {
@@ -490,8 +551,7 @@ impl Machine {
         if self.config.live && error.is_retryable() {
             self.schedule_reconnect(in_flight, Some(error), out);
         } else {
-            self.reconnect_attempts = 0;
-            self.fail_turn(error, out);
+            self.give_up(error, out);
         }
     }
 
@@ -503,32 +563,36 @@ impl Machine {
         out: &mut Vec<Command>,
     ) {
         let Phase::Reconnecting { in_flight } = self.phase else { return };
+        self.stream_up = true;
+        self.reconnect_attempts = 0;
         let pending = self.unanswered(pending);
-        if in_flight && pending.is_empty() {
-            // The turn goes on: missed events continue the buffered turn, and may end it.
+        if in_flight {
+            // Missed events continue the buffered turn and may end it; a completed turn is handled as usual
+            // (and runs its tools), so pending calls matter only when the turn has not ended yet.
             self.phase = Phase::InFlight;
             for (event, boundary) in history {
                 self.accept_stream_event(event, boundary, out);
             }
             self.seen.extend(seen_ids);
-            return;
+            if self.phase != Phase::InFlight {
+                self.undelivered = None;
+                return;
+            }
+        } else {
+            self.seen.extend(seen_ids);
+        }
+        if !pending.is_empty() {
+            self.undelivered = None;
+            self.remember_tool_uses(&pending);
+            return self.run_tools(pending, out);
+        }
+        if let Some(input) = self.undelivered.take()
+            && !matches!(input, TurnInput::ToolResults { .. })
+        {
+            return self.drive(input, out);
         }
         if in_flight {
-            for (event, _) in history {
-                if self.record(&event) {
-                    out.push(Command::Forward(event));
-                }
-            }
-        }
-        self.seen.extend(seen_ids);
-        self.turn_buffer.clear();
-        if !pending.is_empty() {
-            for tool_use in &pending {
-                if !self.request.custom_tool_uses.iter().any(|u| u.id == tool_use.id) {
-                    self.request.custom_tool_uses.push(tool_use.clone());
-                }
-            }
-            return self.run_tools(pending, out);
+            return;
         }
         if let Some(prompt) = self.resume_prompt.take() {
             self.reset_request();
@@ -541,18 +605,19 @@ impl Machine {
         if self.config.live {
             self.go_idle(out);
         } else {
-            let error = Error::invalid_option(
-                "prompt",
-                "the resumed session has no pending tool call and no prompt was given: nothing to wait for",
-            );
             self.phase = Phase::Done;
-            out.push(Command::Fail(error));
+            out.push(Command::Fail(Error::NothingToResume));
         }
     }
 
     fn user_message(&mut self, text: String, out: &mut Vec<Command>) {
         match self.phase {
             Phase::Done => {}
+            Phase::Idle if !self.stream_up => {
+                // The stream was given up on: reconnect first; the message waits in the queue.
+                self.queued_messages.push_back(text);
+                self.schedule_reconnect(false, None, out);
+            }
             Phase::Idle => {
                 self.reset_request();
                 self.drive(TurnInput::Message { text }, out);
@@ -567,13 +632,22 @@ impl Machine {
     }
 
     fn finish(&mut self, terminal: Terminal, reason: TerminalReason, out: &mut Vec<Command>) {
-        let result = self.result(terminal, reason);
         self.reconnect_attempts = 0;
-        out.push(Command::Finish(result));
+        if let Some(prompt) = self.resume_prompt.take() {
+            // A resumed session re-ran its pending tools; now the prompt follows. A synchronous run reports the
+            // prompt's request; a live one reports both.
+            if self.config.live {
+                out.push(Command::Finish(self.result(terminal, reason)));
+            }
+            self.reset_request();
+            return self.drive(TurnInput::Message { text: prompt }, out);
+        }
+        out.push(Command::Finish(self.result(terminal, reason)));
         self.end_request(out);
     }
 
     fn fail(&mut self, error: Error, out: &mut Vec<Command>) {
+        self.resume_prompt = None;
         out.push(Command::Fail(error));
         self.end_request(out);
     }
@@ -596,8 +670,7 @@ impl Machine {
         self.phase = Phase::Idle;
         self.batch.clear();
         if let Some(next) = self.queued_messages.pop_front() {
-            self.reset_request();
-            self.drive(TurnInput::Message { text: next }, out);
+            self.user_message(next, out);
         }
     }
 

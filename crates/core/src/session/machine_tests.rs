@@ -295,7 +295,7 @@ fn resume_reattaches_then_delivers_the_prompt_or_fails_when_nothing_to_wait_for(
     let mut machine = Machine::new(MachineConfig { resumed: true, prompt: None, ..config(Mode::Streaming, false) });
     machine.handle(Signal::Started);
     let commands = machine.handle(Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] });
-    assert!(matches!(commands.as_slice(), [Command::Fail(Error::InvalidOption { option: "prompt", .. })]));
+    assert!(matches!(commands.as_slice(), [Command::Fail(Error::NothingToResume)]));
 
     let mut machine = Machine::new(MachineConfig { resumed: true, ..config(Mode::Streaming, false) });
     machine.handle(Signal::Started);
@@ -303,6 +303,103 @@ fn resume_reattaches_then_delivers_the_prompt_or_fails_when_nothing_to_wait_for(
     assert!(matches!(commands.as_slice(), [Command::RunTools(_)]), "pending tools go before the prompt");
     let commands = machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("p", "")]));
     assert!(matches!(only_drive(&commands), TurnInput::ToolResults { .. }));
+    let commands = machine.handle(Signal::StreamEvent { event: event("end"), boundary: true });
+    assert!(matches!(commands.last(), Some(Command::Normalize(_))));
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::EndTurn, &[])));
+    assert_eq!(only_drive(&commands), &TurnInput::Message { text: "go".into() }, "then the prompt, in a sync run");
+    let commands = machine.handle(Signal::StreamEvent { event: event("end2"), boundary: true });
+    assert!(matches!(commands.last(), Some(Command::Normalize(_))));
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::EndTurn, &[])));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!(result.turns, 1, "the prompt's request is counted afresh");
+}
+
+#[test]
+fn a_failed_push_of_tool_results_reruns_them_after_reconnecting() {
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::StreamEvent { event: event("e1"), boundary: true });
+    machine.handle(Signal::Normalized(turn(Terminal::RequiresAction, &["a"])));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("a", "")]));
+    let commands = machine.handle(Signal::DriveFailed(Error::StreamClosed));
+    assert!(matches!(commands.as_slice(), [Command::Reconnect { attempt: 1 }]));
+    let commands = machine.handle(Signal::Reconnected { pending: vec![tool("a")], history: vec![], seen_ids: vec![] });
+    assert!(matches!(commands.as_slice(), [Command::RunTools(uses)] if uses == &vec![tool("a")]));
+}
+
+#[test]
+fn a_failed_push_of_a_message_is_sent_again_after_reconnecting() {
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::DriveFailed(Error::StreamClosed));
+    let commands = machine.handle(Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] });
+    assert!(matches!(only_drive(&commands), TurnInput::Kickoff { .. }));
+}
+
+#[test]
+fn giving_up_stops_reading_until_the_next_message_reconnects() {
+    let mut machine = Machine::new(MachineConfig { max_reconnect_attempts: Some(1), ..config(Mode::Streaming, true) });
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::StreamEnded(None));
+    let commands = machine.handle(Signal::ReconnectFailed(Error::StreamClosed));
+    assert!(matches!(commands.as_slice(), [Command::Fail(_)]), "past max_attempts: {commands:?}");
+    assert_eq!(machine.phase(), Phase::Idle);
+    assert!(!machine.stream_up(), "the driver stops reading the dead stream");
+    let commands = machine.handle(Signal::UserMessage("hello".into()));
+    assert!(matches!(commands.as_slice(), [Command::Reconnect { attempt: 1 }]), "{commands:?}");
+    let commands = machine.handle(Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] });
+    assert_eq!(only_drive(&commands), &TurnInput::Message { text: "hello".into() });
+    assert!(machine.stream_up());
+}
+
+#[test]
+fn a_successful_reconnect_resets_the_attempt_count() {
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::StreamEnded(None));
+    machine.handle(Signal::ReconnectFailed(Error::StreamClosed));
+    machine.handle(Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] });
+    assert!(matches!(machine.handle(Signal::StreamEnded(None)).as_slice(), [Command::Reconnect { attempt: 1 }]));
+}
+
+#[test]
+fn events_while_idle_start_a_new_request() {
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::StreamEvent { event: event("e1"), boundary: true });
+    machine.handle(Signal::Normalized(turn(Terminal::EndTurn, &[])));
+    assert_eq!(machine.phase(), Phase::Idle);
+    machine.handle(Signal::StreamEvent { event: event("e2"), boundary: true });
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::EndTurn, &[])));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!(result.turns, 1);
+    assert_eq!(result.events.iter().filter_map(Event::id).collect::<Vec<_>>(), ["e2"]);
+}
+
+#[test]
+fn request_response_hosts_may_reuse_call_ids() {
+    let mut machine = Machine::new(config(Mode::RequestResponse, false));
+    machine.handle(Signal::Started);
+    poll(&mut machine, turn(Terminal::RequiresAction, &["call_0"]));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("call_0", "")]));
+    let commands = poll(&mut machine, turn(Terminal::RequiresAction, &["call_0"]));
+    assert!(matches!(commands.as_slice(), [Command::RunTools(_)]), "{commands:?}");
+}
+
+#[test]
+fn live_events_are_not_forwarded_twice_but_the_rest_of_the_batch_is() {
+    let mut machine = Machine::new(config(Mode::RequestResponse, false));
+    machine.handle(Signal::Started);
+    assert_eq!(machine.handle(Signal::LiveEvent(event("a"))).len(), 1);
+    let commands = machine.handle(Signal::Polled(vec![event("a"), event("b")]));
+    let forwarded: Vec<_> =
+        commands.iter().filter_map(|c| if let Command::Forward(e) = c { e.id() } else { None }).collect();
+    assert_eq!(forwarded, ["b"]);
 }
 
 #[derive(Debug, Clone)]

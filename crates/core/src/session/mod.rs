@@ -22,7 +22,8 @@ pub use options::{
     SessionOptions, TurnGuard,
 };
 
-use driver::{Driver, HandleCommand, LiveLink};
+use driver::{Driver, HandleCommand, LiveLink, provider_panicked};
+use unwind::CatchUnwind;
 
 use crate::{Error, Event, Handler, Provider, SessionResult, Terminal, TerminalReason, Usage};
 
@@ -50,8 +51,10 @@ impl Session {
         let span = invoke_agent_span(provider.name());
         async move {
             let deadline = Instant::now() + options.timeout;
-            let connection = match tokio::time::timeout_at(deadline, provider.open(options.open_request())).await {
-                Ok(connection) => connection?,
+            let open = CatchUnwind::new(provider.open(options.open_request()));
+            let connection = match tokio::time::timeout_at(deadline, open).await {
+                Ok(Ok(connection)) => connection?,
+                Ok(Err(panic)) => return Err(provider_panicked(provider, "open", &*panic)),
                 Err(_) => {
                     let partial = Box::new(empty_result(TerminalReason::TimedOut));
                     return Err(Error::TimedOut { after: options.timeout, partial });
@@ -76,7 +79,10 @@ impl Session {
     ) -> Result<SessionHandle, Error> {
         options.validate(provider.name(), provider.capabilities())?;
         let span = invoke_agent_span(provider.name());
-        let connection = provider.open(options.open_request()).instrument(span.clone()).await?;
+        let connection = match CatchUnwind::new(provider.open(options.open_request())).instrument(span.clone()).await {
+            Ok(connection) => connection?,
+            Err(panic) => return Err(provider_panicked(&*provider, "open", &*panic)),
+        };
         let session_id = connection.common().session_id();
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let (notifications_tx, notifications_rx) = mpsc::unbounded_channel();
@@ -109,7 +115,6 @@ impl std::fmt::Debug for HandleCommand {
             Self::Message(_) => "Message",
             Self::SendEvent(..) => "SendEvent",
             Self::Interrupt(_) => "Interrupt",
-            Self::Close => "Close",
         })
     }
 }
@@ -159,10 +164,11 @@ impl SessionHandle {
         }
     }
 
-    /// Stops the session and waits for its task to end.
+    /// Stops the session (aborting whatever it was doing: a turn in flight, running tools) and waits until its
+    /// task has ended.
     pub async fn close(mut self) {
-        let _ = self.commands.send(HandleCommand::Close);
         if let Some(task) = self.task.take() {
+            task.abort();
             let _ = task.await;
         }
     }

@@ -248,6 +248,10 @@ impl SessionOptions {
         if self.timeout.is_zero() {
             return Err(Error::invalid_option("timeout", "must be longer than zero"));
         }
+        if self.tool_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::invalid_option("tool_timeout", "must be longer than zero"));
+        }
+        self.reconnect.validate()?;
         if let Some(name) = &self.terminal_tool
             && name.trim().is_empty()
         {
