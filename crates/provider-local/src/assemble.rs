@@ -74,10 +74,11 @@ impl ChunkAssembler {
             call.id = id.map(str::to_string);
         }
         if let Some(function) = fragment.get("function") {
-            if let Some(name) = function.get("name").and_then(Value::as_str) {
-                if call.name.is_empty() || call.name != name {
-                    call.name.push_str(if call.name == name { "" } else { name });
-                }
+            // Servers that repeat the whole name on every fragment must not get it twice.
+            if let Some(name) = function.get("name").and_then(Value::as_str)
+                && call.name != name
+            {
+                call.name.push_str(name);
             }
             match function.get("arguments") {
                 Some(Value::String(part)) => call.arguments.push_str(part),
@@ -132,8 +133,12 @@ mod tests {
     fn assembles_by_index_as_openai_sends() {
         let message = assemble(&[
             delta(json!({"role": "assistant"})),
-            delta(json!({"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}]})),
-            delta(json!({"tool_calls": [{"index": 1, "id": "b", "type": "function", "function": {"name": "g", "arguments": "{\"y\""}}]})),
+            delta(
+                json!({"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}]}),
+            ),
+            delta(
+                json!({"tool_calls": [{"index": 1, "id": "b", "type": "function", "function": {"name": "g", "arguments": "{\"y\""}}]}),
+            ),
             delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"x\":1}"}}]})),
             delta(json!({"tool_calls": [{"index": 1, "function": {"arguments": ":2}"}}]})),
         ]);

@@ -1,8 +1,60 @@
 //! # managed-agents-local
 //!
-//! The local provider for [managed-agents](https://crates.io/crates/managed-agents): an in-process loop over any
-//! OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, llama.cpp …), with an emulator.
+//! The Local provider of [managed-agents](https://crates.io/crates/managed-agents): the agent loop runs in your
+//! process, one chat-completions call per turn, against any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM,
+//! llama.cpp, gateways), while your tools run through the session's handler.
 //!
-//! **Status: not implemented yet.** This crate is a placeholder so the workspace and the umbrella crate's
-//! `local` feature build; it exports nothing. Until it lands, run sessions against the reference providers of
-//! `managed-agents-conformance` or implement [`managed_agents_core::Provider`] yourself.
+//! * [`Local`]: the provider (streaming or not, retries with `retry-after`, tool-call assembly robust to
+//!   servers that omit `index` or repeat ids, transcript for reattach, weak-model [`GuardSettings`]).
+//! * [`ChatBackend`]: the seam to put any other client behind it; [`HttpChat`] is the built-in hyper one.
+//! * `emulator` feature: [`emulator::ChatEmulator`], an OpenAI-compatible server on loopback that plays a
+//!   conformance script, and [`emulator::LocalBackend`] to run the conformance suite.
+//!
+//! ## Example
+//!
+//! Against the bundled emulator (no network beyond loopback, no key):
+//!
+//! ```
+//! # #[cfg(feature = "emulator")]
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), managed_agents_core::Error> {
+//! use managed_agents_conformance::{Script, ScriptTurn};
+//! use managed_agents_core::{Session, SessionOptions, ToolSchema, tool_fn};
+//! use managed_agents_local::{Local, emulator::ChatEmulator};
+//! use serde_json::json;
+//!
+//! let emulator = ChatEmulator::start(
+//!     Script::new()
+//!         .turn(ScriptTurn::tool_call("call_1", "add", json!({"a": 2, "b": 3})))
+//!         .turn(ScriptTurn::text("2 + 3 = 5")),
+//! )
+//! .await
+//! .expect("emulator");
+//! let provider = Local::builder()
+//!     .base_url(emulator.base_url())
+//!     .model("emulated")
+//!     .tool(ToolSchema::new("add", "Adds two numbers", json!({"type": "object"})))
+//!     .build()?;
+//! let handler = tool_fn(|_, input| async move {
+//!     Ok((input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)).to_string())
+//! });
+//! let result = Session::run(&provider, handler, SessionOptions::new().prompt("2 + 3?")).await?;
+//! assert_eq!(result.text, "2 + 3 = 5");
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "emulator"))]
+//! # fn main() {}
+//! ```
+
+mod assemble;
+mod chat;
+#[cfg(feature = "emulator")]
+pub mod emulator;
+mod guards;
+mod provider;
+pub mod wire;
+
+pub use assemble::ChunkAssembler;
+pub use chat::{ChatBackend, ChatRequest, ChatResponse, HttpChat, HttpChatConfig, parse_completion};
+pub use guards::{DUPLICATE_DIRECTIVE, GuardSettings};
+pub use provider::{DEFAULT_BASE_URL, Local, LocalBuilder, openai_tool, tool_message};

@@ -1,0 +1,191 @@
+//! The chat seam: one chat-completions call. [`HttpChat`] speaks the OpenAI wire over hyper; implement
+//! [`ChatBackend`] to put any other client behind the Local provider.
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use managed_agents_core::http::{
+    Bytes, HeaderName, HeaderValue, HttpClient, Method, Request, RequestBody, RetryPolicy, Secret, SseBody, read_body,
+};
+use managed_agents_core::{Error, Event, LiveEvents};
+use serde_json::{Value, json};
+
+use crate::assemble::ChunkAssembler;
+use crate::wire;
+
+/// One chat-completions request, in the OpenAI shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The model.
+    pub model: String,
+    /// The conversation (`system` / `user` / `assistant` / `tool` messages).
+    pub messages: Vec<Value>,
+    /// Tools in the OpenAI function shape.
+    pub tools: Vec<Value>,
+    /// Whether to stream the response.
+    pub stream: bool,
+}
+
+/// One chat completion, assembled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    /// The assistant message (`role`, `content`, `tool_calls`).
+    pub message: Value,
+    /// The finish reason (`stop`, `tool_calls`, `length` …).
+    pub finish_reason: Option<String>,
+    /// The raw usage object.
+    pub usage: Option<Value>,
+    /// The raw events of the call (the streamed chunks, already reported live), oldest first.
+    pub events: Vec<Event>,
+    /// The raw completion, for a non-streamed call.
+    pub raw: Option<Value>,
+}
+
+/// Makes one chat-completions call. Streaming backends report each chunk through `live` as it arrives.
+#[async_trait]
+pub trait ChatBackend: Send + Sync {
+    /// Runs `request`.
+    async fn complete(&self, request: ChatRequest, live: &LiveEvents) -> Result<ChatResponse, Error>;
+}
+
+/// Where and how [`HttpChat`] calls.
+#[derive(Clone)]
+pub struct HttpChatConfig {
+    /// The API root, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`.
+    pub base_url: String,
+    /// The bearer token, when the server needs one.
+    pub api_key: Option<Secret>,
+    /// Extra headers on every request.
+    pub headers: Vec<(String, String)>,
+    /// The limit for the response head (and for a whole non-streamed response).
+    pub request_timeout: Duration,
+    /// The longest silence between streamed chunks.
+    pub idle_timeout: Duration,
+    /// Retries of 408, 429, 5xx and transport errors; never once a response has started streaming.
+    pub retry: RetryPolicy,
+}
+
+impl fmt::Debug for HttpChatConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpChatConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("headers", &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+/// The OpenAI chat-completions wire over hyper (rustls for https).
+#[derive(Debug, Clone)]
+pub struct HttpChat {
+    client: HttpClient,
+    config: HttpChatConfig,
+}
+
+impl HttpChat {
+    /// A client for `config`.
+    pub fn new(config: HttpChatConfig) -> Result<Self, Error> {
+        Ok(Self { client: HttpClient::new(Duration::from_secs(10))?, config })
+    }
+
+    fn request(&self, body: &Bytes) -> Result<Request<RequestBody>, Error> {
+        let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
+        let mut builder = Request::builder()
+            .method(Method::POST)
+            .uri(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(key) = &self.config.api_key {
+            builder = builder.header("authorization", format!("Bearer {}", key.expose()));
+        }
+        for (name, value) in &self.config.headers {
+            let name = HeaderName::try_from(name.as_str())
+                .map_err(|_| Error::invalid_option("headers", format!("`{name}` is not a header name")))?;
+            let value = HeaderValue::try_from(value.as_str())
+                .map_err(|_| Error::invalid_option("headers", format!("the value of `{name}` is not valid")))?;
+            builder = builder.header(name, value);
+        }
+        builder.body(RequestBody::new(body.clone())).map_err(|e| Error::invalid_option("base_url", e.to_string()))
+    }
+
+    async fn streamed(
+        &self,
+        response: managed_agents_core::http::Incoming,
+        live: &LiveEvents,
+    ) -> Result<ChatResponse, Error> {
+        let mut body = SseBody::new(response, self.config.idle_timeout);
+        let mut assembler = ChunkAssembler::new();
+        let mut events = Vec::new();
+        while let Some(frame) = body.next().await? {
+            let data = frame.data.trim();
+            if data == "[DONE]" {
+                break;
+            }
+            let chunk: Value = serde_json::from_str(data)
+                .map_err(|e| Error::malformed("chat completion chunk", e.to_string(), data))?;
+            if let Some(error) = chunk.get("error") {
+                return Err(stream_error(error));
+            }
+            assembler.push(&chunk);
+            let event = wire::event(wire::CHUNK, json!({ "chunk": chunk }));
+            live.emit(event.clone());
+            events.push(event);
+        }
+        let (message, finish_reason, usage) = assembler.finish();
+        Ok(ChatResponse { message, finish_reason, usage, events, raw: None })
+    }
+}
+
+fn stream_error(error: &Value) -> Error {
+    Error::Provider {
+        provider: "local".to_string(),
+        kind: error.get("type").and_then(Value::as_str).map(str::to_string),
+        message: error.get("message").and_then(Value::as_str).unwrap_or("error in the stream").to_string(),
+        retryable: false,
+    }
+}
+
+/// Reads a non-streamed completion into its parts; a body without `choices[0].message` is malformed.
+pub fn parse_completion(raw: Value) -> Result<ChatResponse, Error> {
+    let Some(choice) = raw.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
+        return Err(Error::malformed("chat completion", "no choices[0]", raw.to_string()));
+    };
+    let Some(message) = choice.get("message").filter(|m| m.is_object()).cloned() else {
+        return Err(Error::malformed("chat completion", "no choices[0].message", raw.to_string()));
+    };
+    let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
+    let usage = raw.get("usage").filter(|u| u.is_object()).cloned();
+    Ok(ChatResponse { message, finish_reason, usage, events: Vec::new(), raw: Some(raw) })
+}
+
+#[async_trait]
+impl ChatBackend for HttpChat {
+    async fn complete(&self, request: ChatRequest, live: &LiveEvents) -> Result<ChatResponse, Error> {
+        let mut body = json!({"model": request.model, "messages": request.messages, "stream": request.stream});
+        if !request.tools.is_empty() {
+            body["tools"] = Value::Array(request.tools);
+        }
+        if request.stream {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        let body = Bytes::from(body.to_string());
+        let timeout = self.config.request_timeout;
+        let response = self.client.send_with_retries(&self.config.retry, timeout, || self.request(&body)).await?;
+        let streamed = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if streamed {
+            return self.streamed(response.into_body(), live).await;
+        }
+        let bytes = read_body(response.into_body(), 64 << 20, timeout).await?;
+        let raw: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::malformed("chat completion", e.to_string(), String::from_utf8_lossy(&bytes)))?;
+        parse_completion(raw)
+    }
+}

@@ -1,0 +1,327 @@
+//! An OpenAI-compatible chat-completions server on loopback that plays a conformance [`Script`] (feature
+//! `emulator`), and the conformance [`LocalBackend`] built on it.
+//!
+//! Each `POST …/chat/completions` plays the next scripted turn, streamed (SSE chunks, tool-call fragments split
+//! across chunks, usage in a final chunk) when the request asks for `stream: true`, as one JSON completion
+//! otherwise. Every request body is recorded, and decoded into the conformance [`InputLog`]. Faults:
+//! [`Fault::HttpError`] (the turn's first request fails with that status and `retry-after`),
+//! [`Fault::Stall`] (a wait before the first byte), [`Fault::DropStreamAfter`] (the connection breaks after that
+//! many chunks) and [`Fault::MalformedFrame`] (a chunk that is not JSON comes first).
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use managed_agents_conformance::{
+    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptStop, ScriptTurn,
+};
+use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
+use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
+use managed_agents_core::{Mode, Provider, SessionOptions, ToolResult};
+use serde_json::{Value, json};
+
+use crate::Local;
+
+struct State {
+    script: VecDeque<ScriptTurn>,
+    served: usize,
+    failed_current: bool,
+    log: InputLog,
+    requests: Vec<Value>,
+    arrivals: Vec<tokio::time::Instant>,
+    headers: Vec<managed_agents_core::http::HeaderMap>,
+}
+
+/// The emulator. Dropping it stops the server.
+pub struct ChatEmulator {
+    server: LoopbackServer,
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for ChatEmulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatEmulator").field("base_url", &self.base_url()).finish_non_exhaustive()
+    }
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ChatEmulator {
+    /// Starts a server playing `script` on `127.0.0.1`.
+    pub async fn start(script: Script) -> io::Result<Self> {
+        let state = Arc::new(Mutex::new(State {
+            script: script.turns.into(),
+            served: 0,
+            failed_current: false,
+            log: InputLog::new(),
+            requests: Vec::new(),
+            arrivals: Vec::new(),
+            headers: Vec::new(),
+        }));
+        let shared = Arc::clone(&state);
+        let server = LoopbackServer::start(move |request| serve(Arc::clone(&shared), request)).await?;
+        Ok(Self { server, state })
+    }
+
+    /// The API root to point a provider at (`http://127.0.0.1:<port>/v1`).
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.server.base_url())
+    }
+
+    /// The inputs received, decoded.
+    pub fn log(&self) -> InputLog {
+        lock(&self.state).log.clone()
+    }
+
+    /// When each request arrived.
+    pub fn arrivals(&self) -> Vec<tokio::time::Instant> {
+        lock(&self.state).arrivals.clone()
+    }
+
+    /// The headers of each request, in order.
+    pub fn request_headers(&self) -> Vec<managed_agents_core::http::HeaderMap> {
+        lock(&self.state).headers.clone()
+    }
+
+    /// Every request body received, verbatim.
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.state).requests.clone()
+    }
+}
+
+fn error_response(status: StatusCode, message: &str) -> Response<ResponseBody> {
+    json_response(status, &json!({"error": {"message": message, "type": "emulator_error"}}))
+}
+
+async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<ResponseBody> {
+    if request.method != Method::POST || !request.uri.path().ends_with("/chat/completions") {
+        return error_response(StatusCode::NOT_FOUND, "only POST /v1/chat/completions is emulated");
+    }
+    let body: Value = match serde_json::from_slice(&request.body) {
+        Ok(body) => body,
+        Err(error) => return error_response(StatusCode::BAD_REQUEST, &format!("invalid JSON: {error}")),
+    };
+    let turn = {
+        let mut state = lock(&state);
+        state.requests.push(body.clone());
+        state.arrivals.push(tokio::time::Instant::now());
+        state.headers.push(request.headers.clone());
+        let Some(next) = state.script.front() else {
+            let message = format!("unexpected model call: the script has only {} turns", state.served);
+            return error_response(StatusCode::BAD_REQUEST, &message);
+        };
+        let http_fault = next.faults.iter().find_map(|fault| match fault {
+            Fault::HttpError { status, retry_after } => Some((*status, *retry_after)),
+            _ => None,
+        });
+        if let Some((status, retry_after)) = http_fault
+            && !state.failed_current
+        {
+            state.failed_current = true;
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = error_response(status, "injected failure");
+            if let Some(after) = retry_after {
+                let value = format!("{}", after.as_millis());
+                if let Ok(value) = value.parse() {
+                    response.headers_mut().insert("retry-after-ms", value);
+                }
+            }
+            return response;
+        }
+        state.failed_current = false;
+        state.served += 1;
+        let input = decode_input(&body);
+        state.log.record(input);
+        state.script.pop_front().unwrap_or_else(|| ScriptTurn::text(""))
+    };
+    let id = format!("chatcmpl-emulated-{}", lock(&state).served);
+    let model = body.get("model").cloned().unwrap_or(json!("emulated"));
+    let stall = turn.faults.iter().find_map(|f| match f {
+        Fault::Stall { duration } => Some(*duration),
+        _ => None,
+    });
+    if body.get("stream") == Some(&Value::Bool(true)) {
+        let include_usage = body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
+        return streamed(&turn, &id, &model, include_usage, stall);
+    }
+    if let Some(stall) = stall {
+        tokio::time::sleep(stall).await;
+    }
+    json_response(StatusCode::OK, &completion(&turn, &id, &model))
+}
+
+fn finish_reason(stop: &ScriptStop) -> &str {
+    match stop {
+        ScriptStop::EndTurn => "stop",
+        ScriptStop::ToolUse => "tool_calls",
+        ScriptStop::Terminated { reason } => reason,
+    }
+}
+
+fn usage(turn: &ScriptTurn) -> Value {
+    turn.usage.map_or(Value::Null, |u| {
+        json!({"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens, "total_tokens": u.input_tokens + u.output_tokens})
+    })
+}
+
+fn completion(turn: &ScriptTurn, id: &str, model: &Value) -> Value {
+    let mut message = json!({"role": "assistant", "content": if turn.text.is_empty() { Value::Null } else { json!(turn.text.concat()) }});
+    if !turn.tool_calls.is_empty() {
+        message["tool_calls"] = turn
+            .tool_calls
+            .iter()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.input.to_string()}}))
+            .collect();
+    }
+    json!({
+        "id": id, "object": "chat.completion", "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(&turn.stop)}],
+        "usage": usage(turn),
+    })
+}
+
+/// The chunks of a streamed turn, in order.
+pub fn chunks(turn: &ScriptTurn, id: &str, model: &Value, include_usage: bool) -> Vec<Value> {
+    let chunk =
+        |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": choices});
+    let delta = |delta: Value| chunk(json!([{"index": 0, "delta": delta, "finish_reason": null}]));
+    let mut out = vec![delta(json!({"role": "assistant"}))];
+    out.extend(turn.text.iter().map(|text| delta(json!({"content": text}))));
+    for (index, call) in turn.tool_calls.iter().enumerate() {
+        let arguments = call.input.to_string();
+        let (first, second) = arguments.split_at(arguments.len() / 2);
+        out.push(delta(json!({"tool_calls": [{"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]})));
+        out.push(delta(json!({"tool_calls": [{"index": index, "function": {"arguments": first}}]})));
+        out.push(delta(json!({"tool_calls": [{"index": index, "function": {"arguments": second}}]})));
+    }
+    out.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason(&turn.stop)}])));
+    if include_usage && turn.usage.is_some() {
+        let mut last = chunk(json!([]));
+        last["usage"] = usage(turn);
+        out.push(last);
+    }
+    out
+}
+
+fn streamed(
+    turn: &ScriptTurn,
+    id: &str,
+    model: &Value,
+    include_usage: bool,
+    stall: Option<Duration>,
+) -> Response<ResponseBody> {
+    let mut frames: Vec<Bytes> =
+        chunks(turn, id, model, include_usage).iter().map(|c| Bytes::from(format!("data: {c}\n\n"))).collect();
+    if turn.faults.contains(&Fault::MalformedFrame) {
+        frames.insert(0, Bytes::from_static(b"data: {\"choices\": [oops\n\n"));
+    }
+    let drop_after = turn.faults.iter().find_map(|f| match f {
+        Fault::DropStreamAfter { events } => Some(*events),
+        _ => None,
+    });
+    frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    let (sender, body) = ResponseBody::channel();
+    tokio::spawn(async move {
+        if let Some(stall) = stall {
+            tokio::time::sleep(stall).await;
+        }
+        for (index, frame) in frames.into_iter().enumerate() {
+            if drop_after == Some(index) {
+                let _ = sender.send(Err(io::Error::new(io::ErrorKind::ConnectionReset, "injected drop"))).await;
+                return;
+            }
+            if sender.send(Ok(frame)).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut response = Response::new(body);
+    response.headers_mut().insert("content-type", "text/event-stream".parse().expect("static header value"));
+    response
+}
+
+/// Decodes what a chat request adds to the conversation: the tool results after the last assistant message,
+/// else its last user message (the kickoff when no assistant message exists yet).
+pub fn decode_input(body: &Value) -> RecordedInput {
+    let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let last_assistant = messages.iter().rposition(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
+    let trailing = &messages[last_assistant.map_or(0, |i| i + 1)..];
+    let results: Vec<ToolResult> = trailing
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+        .map(|m| {
+            let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or_default();
+            let content = m.get("content").and_then(Value::as_str).unwrap_or_default();
+            match serde_json::from_str::<Value>(content) {
+                Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => {
+                    ToolResult::error(id, v.get("error").and_then(Value::as_str).unwrap_or_default())
+                }
+                _ => ToolResult::ok(id, content),
+            }
+        })
+        .collect();
+    if !results.is_empty() {
+        return RecordedInput::ToolResults(results);
+    }
+    let text = trailing
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .and_then(|m| m.get("content").and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_string();
+    match last_assistant {
+        None => RecordedInput::Kickoff { prompt: Some(text), outcome: None },
+        Some(_) => RecordedInput::Message(text),
+    }
+}
+
+/// Runs the conformance suite against [`Local`] through a [`ChatEmulator`].
+#[derive(Debug, Clone, Copy)]
+pub struct LocalBackend {
+    stream: bool,
+}
+
+impl LocalBackend {
+    /// Streaming chat completions (the default).
+    pub fn streaming() -> Self {
+        Self { stream: true }
+    }
+
+    /// Non-streaming chat completions.
+    pub fn non_streaming() -> Self {
+        Self { stream: false }
+    }
+}
+
+impl Default for LocalBackend {
+    fn default() -> Self {
+        Self::streaming()
+    }
+}
+
+#[async_trait]
+impl Backend for LocalBackend {
+    type Provider = Local;
+
+    fn capabilities(&self) -> BackendCapabilities {
+        BackendCapabilities::new(Mode::RequestResponse).with_provider(Local::CAPABILITIES)
+    }
+
+    async fn start(&self, script: Script) -> Harness<Local> {
+        let emulator = ChatEmulator::start(script).await.expect("the emulator starts on loopback");
+        let provider = Local::builder()
+            .base_url(emulator.base_url())
+            .model("emulated")
+            .stream(self.stream)
+            .build()
+            .expect("provider");
+        debug_assert_eq!(provider.name(), "local");
+        let log = emulator.log();
+        Harness::new(Arc::new(provider), SessionOptions::new(), log).keep_alive(emulator)
+    }
+}

@@ -1,0 +1,393 @@
+//! The Local provider: the agent loop runs in-process, one chat-completions call per turn.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use managed_agents_core::http::{RetryPolicy, Secret};
+use managed_agents_core::{
+    AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, LiveEvents, OpenConnection,
+    OpenRequest, Provider, RequestResponseConnection, ToolResult, ToolSchema, ToolUse, TurnInput, TurnResult,
+};
+use serde_json::{Value, json};
+
+use crate::chat::{ChatBackend, ChatRequest, HttpChat, HttpChatConfig};
+use crate::guards::{DUPLICATE_DIRECTIVE, GuardSettings, GuardState};
+use crate::wire;
+
+/// The default API root.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// An in-process agent loop over any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM,
+/// llama.cpp, gateways …). Cheap to clone.
+///
+/// Configuration is explicit value → environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`) →
+/// default. Per run, [`SessionOptions::model`](managed_agents_core::SessionOptions::model) picks the model and the
+/// provider options `base_url` / `api_key` point the run at another endpoint (gateway lanes).
+#[derive(Clone)]
+pub struct Local {
+    settings: Arc<Settings>,
+    chat: Arc<dyn ChatBackend>,
+}
+
+struct Settings {
+    http: HttpChatConfig,
+    model: String,
+    system_prompt: Option<String>,
+    tools: Vec<Value>,
+    stream: bool,
+    guards: GuardSettings,
+}
+
+impl fmt::Debug for Local {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Local")
+            .field("http", &self.settings.http)
+            .field("model", &self.settings.model)
+            .field("tools", &self.settings.tools.len())
+            .field("stream", &self.settings.stream)
+            .field("guards", &self.settings.guards)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Local {
+    /// What the provider supports: a client-held transcript, and the model chosen per run.
+    pub const CAPABILITIES: Capabilities = Capabilities::none().with_transcript().with_runtime_model();
+
+    /// A builder with nothing set.
+    pub fn builder() -> LocalBuilder {
+        LocalBuilder::default()
+    }
+
+    /// The model runs use unless a session picks another.
+    pub fn model(&self) -> &str {
+        &self.settings.model
+    }
+}
+
+/// Builds a [`Local`] provider.
+#[derive(Default)]
+pub struct LocalBuilder {
+    base_url: Option<String>,
+    api_key: Option<Secret>,
+    model: Option<String>,
+    headers: Vec<(String, String)>,
+    system_prompt: Option<String>,
+    tools: Vec<ToolSchema>,
+    stream: Option<bool>,
+    request_timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
+    retry: Option<RetryPolicy>,
+    guards: GuardSettings,
+    chat: Option<Arc<dyn ChatBackend>>,
+}
+
+impl fmt::Debug for LocalBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalBuilder")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalBuilder {
+    /// The API root (else `OPENAI_BASE_URL`, else `https://api.openai.com/v1`).
+    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = Some(base_url.into());
+        self
+    }
+
+    /// The API key (else `OPENAI_API_KEY`; optional for local servers).
+    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(Secret::new(api_key));
+        self
+    }
+
+    /// The model (else `OPENAI_MODEL`; required).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// An extra header on every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The system prompt of fresh sessions.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// A tool the model may call (run by the session's handler).
+    pub fn tool(mut self, tool: ToolSchema) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Takes the system prompt, tools and terminal tool of an agent definition.
+    pub fn agent(mut self, spec: &AgentSpec) -> Self {
+        self.system_prompt = Some(spec.system_prompt.clone());
+        self.tools.extend(spec.tools.iter().cloned());
+        self.guards.terminal_tool = spec.terminal_tool.clone();
+        if let Some(model) = &spec.model {
+            self.model = Some(model.clone());
+        }
+        self
+    }
+
+    /// Stream responses (default) or not.
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// The limit for a response head (and a whole non-streamed response); default 120 s.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// The longest silence between streamed chunks; default 300 s.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
+    /// The retry policy (default: 3 retries, 1 s doubling, with jitter, honouring `retry-after`).
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// The weak-model guards.
+    pub fn guards(mut self, guards: GuardSettings) -> Self {
+        self.guards = guards;
+        self
+    }
+
+    /// Puts another client behind the provider instead of the built-in HTTP one.
+    pub fn chat_backend(mut self, chat: Arc<dyn ChatBackend>) -> Self {
+        self.chat = Some(chat);
+        self
+    }
+
+    /// Builds the provider.
+    pub fn build(self) -> Result<Local, Error> {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let model = self
+            .model
+            .or_else(|| env("OPENAI_MODEL"))
+            .ok_or_else(|| Error::invalid_option("model", "no model given (set it, or OPENAI_MODEL)"))?;
+        let http = HttpChatConfig {
+            base_url: self.base_url.or_else(|| env("OPENAI_BASE_URL")).unwrap_or_else(|| DEFAULT_BASE_URL.into()),
+            api_key: self.api_key.or_else(|| env("OPENAI_API_KEY").map(Secret::new)),
+            headers: self.headers,
+            request_timeout: self.request_timeout.unwrap_or(Duration::from_secs(120)),
+            idle_timeout: self.idle_timeout.unwrap_or(Duration::from_secs(300)),
+            retry: self.retry.unwrap_or_default(),
+        };
+        let chat: Arc<dyn ChatBackend> = match self.chat {
+            Some(chat) => chat,
+            None => Arc::new(HttpChat::new(http.clone())?),
+        };
+        let tools = self.tools.iter().map(openai_tool).collect();
+        let settings = Settings {
+            http,
+            model,
+            system_prompt: self.system_prompt,
+            tools,
+            stream: self.stream.unwrap_or(true),
+            guards: self.guards,
+        };
+        Ok(Local { settings: Arc::new(settings), chat })
+    }
+}
+
+/// A tool in the OpenAI function shape.
+pub fn openai_tool(tool: &ToolSchema) -> Value {
+    let parameters = if tool.input_schema.is_object() { tool.input_schema.clone() } else { json!({"type": "object"}) };
+    json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": parameters}})
+}
+
+#[async_trait]
+impl Provider for Local {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
+    }
+
+    async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
+        let settings = &self.settings;
+        let chat = match (request.str_option("base_url"), request.str_option("api_key")) {
+            (None, None) => Arc::clone(&self.chat),
+            (base_url, api_key) => {
+                let mut http = settings.http.clone();
+                if let Some(base_url) = base_url {
+                    http.base_url = base_url.to_string();
+                }
+                if let Some(api_key) = api_key {
+                    http.api_key = Some(Secret::new(api_key));
+                }
+                Arc::new(HttpChat::new(http)?) as Arc<dyn ChatBackend>
+            }
+        };
+        let resumed = !request.history.is_empty();
+        let history = if resumed {
+            request.history
+        } else {
+            settings.system_prompt.iter().map(|prompt| json!({"role": "system", "content": prompt})).collect()
+        };
+        let session_id = request.session_id.unwrap_or_else(|| format!("local_{:016x}", fastrand::u64(..)));
+        Ok(OpenConnection::RequestResponse(Box::new(LocalConnection {
+            chat,
+            model: request.model.unwrap_or_else(|| settings.model.clone()),
+            settings: Arc::clone(settings),
+            history,
+            session_id,
+            resumed,
+            guards: GuardState::default(),
+        })))
+    }
+
+    fn normalize(&self, events: &[Event]) -> TurnResult {
+        wire::normalize(events)
+    }
+
+    fn text_delta(&self, event: &Event) -> Option<String> {
+        wire::text_delta(event)
+    }
+
+    /// The identity: a local agent needs no server-side resource; the handle names the spec.
+    async fn provision(&self, spec: &AgentSpec, _: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
+        Ok(AgentHandle { agent_id: spec.name.clone(), environment_id: None })
+    }
+
+    async fn teardown(&self, _: &AgentHandle) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+struct LocalConnection {
+    chat: Arc<dyn ChatBackend>,
+    model: String,
+    settings: Arc<Settings>,
+    history: Vec<Value>,
+    session_id: String,
+    resumed: bool,
+    guards: GuardState,
+}
+
+/// The tool message answering `result`; errors are the JSON `{"error": text, "isError": true}`.
+pub fn tool_message(result: &ToolResult) -> Value {
+    let content =
+        if result.is_error { json!({"error": result.text, "isError": true}).to_string() } else { result.text.clone() };
+    json!({"role": "tool", "tool_call_id": result.tool_use_id, "content": content})
+}
+
+impl LocalConnection {
+    /// Applies the input to the history; returns the guard events it caused.
+    fn apply(&mut self, input: TurnInput) -> Result<Vec<Event>, Error> {
+        match input {
+            TurnInput::Kickoff { prompt: text, .. } | TurnInput::Message { text } => {
+                self.guards.reset();
+                self.history.push(json!({"role": "user", "content": text}));
+                Ok(Vec::new())
+            }
+            TurnInput::ToolResults { tool_uses, results } => {
+                self.history.extend(results.iter().map(tool_message));
+                let directives = self.guards.after_results(&self.settings.guards, &tool_uses, &results);
+                Ok(directives.into_iter().map(|text| self.directive("corrective", text)).collect())
+            }
+            TurnInput::Event(_) => Err(self.unsupported("send_event")),
+            TurnInput::Interrupt => Err(self.unsupported("interrupt")),
+            _ => Err(self.unsupported("this input")),
+        }
+    }
+
+    fn unsupported(&self, operation: &'static str) -> Error {
+        Error::Unsupported { operation, provider: "local".into() }
+    }
+
+    fn directive(&mut self, role: &str, text: String) -> Event {
+        self.history.push(json!({"role": "user", "content": text}));
+        wire::event(wire::DIRECTIVE, json!({"role": role, "text": text}))
+    }
+}
+
+#[async_trait]
+impl Connection for LocalConnection {
+    fn session_id(&self) -> Option<String> {
+        Some(self.session_id.clone())
+    }
+
+    fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    fn transcript(&self) -> Option<Vec<Value>> {
+        Some(self.history.clone())
+    }
+}
+
+#[async_trait]
+impl RequestResponseConnection for LocalConnection {
+    async fn poll_turn(&mut self, input: TurnInput, live: LiveEvents) -> Result<Vec<Event>, Error> {
+        let mut events = self.apply(input)?;
+        loop {
+            if let Some(text) = self.guards.final_turn(&self.settings.guards) {
+                events.push(self.directive("final_turn", text));
+            }
+            self.guards.polls += 1;
+            let request = ChatRequest {
+                model: self.model.clone(),
+                messages: self.history.clone(),
+                tools: self.settings.tools.clone(),
+                stream: self.settings.stream,
+            };
+            let response = self.chat.complete(request, &live).await?;
+            let streamed = !response.events.is_empty();
+            events.extend(response.events);
+            self.history.push(response.message.clone());
+            events.push(wire::event(
+                wire::MODEL_RESPONSE,
+                json!({
+                    "message": response.message,
+                    "finish_reason": response.finish_reason,
+                    "usage": response.usage,
+                    "streamed": streamed,
+                    "response": response.raw,
+                }),
+            ));
+            let calls = wire::tool_uses(&response.message);
+            let duplicates = self.guards.duplicates(&self.settings.guards, &calls);
+            for duplicate in &duplicates {
+                self.history.push(duplicate_answer(duplicate));
+                events.push(wire::event(
+                    wire::DUPLICATE_TOOL_CALL,
+                    json!({"tool_call": {"id": duplicate.id, "name": duplicate.name, "input": duplicate.input}}),
+                ));
+            }
+            // Only repeats: they are answered in the history, so ask the model again (upstream ended the run with
+            // an unresolved requires_action here).
+            let only_repeats = !calls.is_empty() && duplicates.len() == calls.len();
+            if !only_repeats || self.guards.polls >= self.settings.guards.max_turns {
+                return Ok(events);
+            }
+        }
+    }
+}
+
+fn duplicate_answer(tool_use: &ToolUse) -> Value {
+    let content = json!({"duplicate": true, "message": DUPLICATE_DIRECTIVE}).to_string();
+    json!({"role": "tool", "tool_call_id": tool_use.id, "content": content})
+}

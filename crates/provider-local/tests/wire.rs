@@ -1,0 +1,206 @@
+//! The Local provider against its emulator: stream assembly, retries, faults, guards, reattach.
+
+use std::time::Duration;
+
+use managed_agents_conformance::support::EchoTools;
+use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptToolCall, ScriptTurn};
+use managed_agents_core::http::{RetryPolicy, SseDecoder};
+use managed_agents_core::{Error, Session, SessionOptions, TerminalReason, tool_fn};
+use managed_agents_local::emulator::{ChatEmulator, chunks};
+use managed_agents_local::{ChunkAssembler, GuardSettings, Local};
+use serde_json::{Value, json};
+
+fn provider(emulator: &ChatEmulator) -> managed_agents_local::LocalBuilder {
+    Local::builder().base_url(emulator.base_url()).model("emulated")
+}
+
+fn options() -> SessionOptions {
+    SessionOptions::new().timeout(Duration::from_secs(30))
+}
+
+/// Decodes an SSE byte stream split into `parts` and assembles the chunks.
+fn assemble(parts: &[&[u8]]) -> Value {
+    let mut decoder = SseDecoder::new();
+    let mut frames = Vec::new();
+    for part in parts {
+        decoder.push(part, &mut frames);
+    }
+    let mut assembler = ChunkAssembler::new();
+    for frame in frames.iter().filter(|f| f.data != "[DONE]") {
+        assembler.push(&serde_json::from_str(&frame.data).unwrap());
+    }
+    assembler.finish().0
+}
+
+#[test]
+fn streamed_tool_calls_assemble_the_same_at_every_byte_boundary() {
+    let turn = ScriptTurn::tool_calls([
+        ScriptToolCall::new("call_a", "search", json!({"query": "déjà vu", "limit": 3})),
+        ScriptToolCall::new("call_b", "fetch", json!({"url": "https://example.com/a?b=c"})),
+    ])
+    .with_text("Looking…");
+    let stream: Vec<u8> = chunks(&turn, "id", &json!("m"), true)
+        .iter()
+        .flat_map(|c| format!("data: {c}\r\n\r\n").into_bytes())
+        .chain(b"data: [DONE]\r\n\r\n".iter().copied())
+        .collect();
+    let whole = assemble(&[&stream]);
+    assert_eq!(whole["content"], "Looking…");
+    assert_eq!(whole["tool_calls"][0]["function"]["arguments"], json!({"query": "déjà vu", "limit": 3}).to_string());
+    assert_eq!(whole["tool_calls"][1]["id"], "call_b");
+    for cut in 0..=stream.len() {
+        assert_eq!(assemble(&[&stream[..cut], &stream[cut..]]), whole, "split at byte {cut}");
+    }
+    let bytewise: Vec<&[u8]> = stream.chunks(1).collect();
+    assert_eq!(assemble(&bytewise), whole);
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured() {
+    let emulator = ChatEmulator::start(
+        Script::new().turn(
+            ScriptTurn::text("finally")
+                .with_fault(Fault::HttpError { status: 429, retry_after: Some(Duration::from_millis(250)) }),
+        ),
+    )
+    .await
+    .unwrap();
+    let provider = provider(&emulator).build().unwrap();
+    let result = Session::run(&provider, EchoTools, options()).await.unwrap();
+    assert_eq!(result.text, "finally");
+    let arrivals = emulator.arrivals();
+    assert_eq!(arrivals.len(), 2, "one failure, one retry");
+    let waited = arrivals[1] - arrivals[0];
+    // The server asked for 250 ms; the default backoff would have waited 0.8–1 s.
+    assert!(waited >= Duration::from_millis(250) && waited < Duration::from_millis(800), "waited {waited:?}");
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_and_client_errors_are_typed_with_their_body() {
+    let fast =
+        RetryPolicy { initial: Duration::from_millis(5), max: Duration::from_millis(20), ..RetryPolicy::default() };
+    let emulator = ChatEmulator::start(
+        Script::new().turn(ScriptTurn::text("ok").with_fault(Fault::HttpError { status: 503, retry_after: None })),
+    )
+    .await
+    .unwrap();
+    let result = Session::run(&provider(&emulator).retry(fast).build().unwrap(), EchoTools, options()).await.unwrap();
+    assert_eq!(result.text, "ok");
+    assert_eq!(emulator.arrivals().len(), 2);
+
+    let emulator = ChatEmulator::start(
+        Script::new().turn(ScriptTurn::text("never").with_fault(Fault::HttpError { status: 400, retry_after: None })),
+    )
+    .await
+    .unwrap();
+    let error =
+        Session::run(&provider(&emulator).retry(fast).build().unwrap(), EchoTools, options()).await.unwrap_err();
+    let Error::Http { status: 400, body, .. } = error.root() else { panic!("{error:?}") };
+    assert!(body.contains("injected failure"), "{body}");
+    assert_eq!(emulator.arrivals().len(), 1, "a 400 is not retried");
+}
+
+#[tokio::test]
+async fn a_stream_that_breaks_midway_is_a_typed_error_and_is_not_retried() {
+    let emulator = ChatEmulator::start(
+        Script::new().turn(ScriptTurn::chunks(["a", "b", "c"]).with_fault(Fault::DropStreamAfter { events: 2 })),
+    )
+    .await
+    .unwrap();
+    let error = Session::run(&provider(&emulator).build().unwrap(), EchoTools, options()).await.unwrap_err();
+    assert!(matches!(error.root(), Error::Transport { .. }), "{error:?}");
+    assert_eq!(emulator.arrivals().len(), 1, "no retry once the response has started");
+}
+
+#[tokio::test]
+async fn a_malformed_chunk_is_a_typed_error_keeping_the_raw_data() {
+    let emulator =
+        ChatEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame))).await.unwrap();
+    let error = Session::run(&provider(&emulator).build().unwrap(), EchoTools, options()).await.unwrap_err();
+    let Error::Malformed { raw, .. } = error.root() else { panic!("{error:?}") };
+    assert!(raw.contains("oops"), "{raw}");
+}
+
+#[tokio::test]
+async fn a_stalled_stream_hits_the_idle_timeout() {
+    let emulator = ChatEmulator::start(
+        Script::new().turn(ScriptTurn::text("late").with_fault(Fault::Stall { duration: Duration::from_secs(30) })),
+    )
+    .await
+    .unwrap();
+    let provider = provider(&emulator).idle_timeout(Duration::from_millis(200)).build().unwrap();
+    let error = Session::run(&provider, EchoTools, options()).await.unwrap_err();
+    assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_repeated_call_is_answered_from_history_and_the_loop_goes_on() {
+    let call = || ScriptTurn::tool_call("call_1", "lookup", json!({"key": "a"}));
+    let script = Script::new()
+        .turn(call())
+        .turn(ScriptTurn::tool_call("call_2", "lookup", json!({"key": "a"})))
+        .turn(ScriptTurn::text("done"));
+    let emulator = ChatEmulator::start(script).await.unwrap();
+    let (handler, seen) = managed_agents_conformance::support::recording(EchoTools);
+    let result = Session::run(&provider(&emulator).build().unwrap(), handler, options()).await.unwrap();
+    assert_eq!(result.terminal_reason, TerminalReason::Completed);
+    assert_eq!(result.text, "done");
+    assert_eq!(seen.calls().len(), 1, "the repeat never reaches the handler");
+    let requests = emulator.requests();
+    assert_eq!(requests.len(), 3);
+    let answered = requests[2]["messages"].as_array().unwrap().iter().any(|m| {
+        m["tool_call_id"] == "call_2" && m["content"].as_str().is_some_and(|c| c.contains("\"duplicate\":true"))
+    });
+    assert!(answered, "the repeat is answered in the history: {:?}", requests[2]);
+    assert!(result.events.iter().any(|e| e.kind() == Some("local.duplicate_tool_call")));
+}
+
+#[tokio::test]
+async fn repeated_tool_errors_bring_a_corrective_and_the_last_call_a_final_turn_directive() {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("c1", "flaky", json!({"n": 1})))
+        .turn(ScriptTurn::tool_call("c2", "flaky", json!({"n": 2})))
+        .turn(ScriptTurn::text("gave up"));
+    let emulator = ChatEmulator::start(script).await.unwrap();
+    let guards = GuardSettings { max_turns: 3, terminal_tool: Some("submit".into()), ..GuardSettings::default() };
+    let provider = provider(&emulator).guards(guards).build().unwrap();
+    let failing = tool_fn(|_, _| async { Err("backend down".into()) });
+    let result = Session::run(&provider, failing, options()).await.unwrap();
+    assert_eq!(result.text, "gave up");
+    let last = emulator.requests()[2]["messages"].as_array().unwrap().clone();
+    let users: Vec<&str> = last.iter().filter(|m| m["role"] == "user").filter_map(|m| m["content"].as_str()).collect();
+    assert!(users.iter().any(|u| u.contains("`flaky` failed 2 times") && u.contains("backend down")), "{users:?}");
+    assert!(users.iter().any(|u| u.contains("last turn") && u.contains("`submit`")), "{users:?}");
+    let kinds: Vec<&str> = result.events.iter().filter_map(|e| e.kind()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "local.directive").count(), 2, "{kinds:?}");
+}
+
+#[tokio::test]
+async fn a_transcript_reattaches_with_its_system_prompt() {
+    let emulator =
+        ChatEmulator::start(Script::new().turn(ScriptTurn::text("one")).turn(ScriptTurn::text("two"))).await.unwrap();
+    let provider = provider(&emulator).system_prompt("You are terse.").build().unwrap();
+    let first = Session::run(&provider, EchoTools, options().prompt("hi")).await.unwrap();
+    let transcript = first.transcript.unwrap();
+    assert_eq!(transcript[0], json!({"role": "system", "content": "You are terse."}));
+    let second =
+        Session::run(&provider, EchoTools, options().history(transcript.clone()).prompt("again")).await.unwrap();
+    assert_eq!(second.text, "two");
+    let sent = emulator.requests()[1]["messages"].as_array().unwrap().clone();
+    assert_eq!(&sent[..transcript.len()], transcript.as_slice(), "the history is sent verbatim");
+    assert_eq!(emulator.log().inputs()[1], RecordedInput::Message("again".into()));
+}
+
+#[tokio::test]
+async fn the_api_key_is_sent_as_a_bearer_token_and_never_printed() {
+    let emulator = ChatEmulator::start(Script::new().turn(ScriptTurn::text("ok"))).await.unwrap();
+    let provider = provider(&emulator).api_key("sk-test-secret").header("x-team", "search").build().unwrap();
+    Session::run(&provider, EchoTools, options()).await.unwrap();
+    let headers = &emulator.request_headers()[0];
+    assert_eq!(headers["authorization"], "Bearer sk-test-secret");
+    assert_eq!(headers["x-team"], "search");
+    let printed = format!("{provider:?}");
+    assert!(!printed.contains("sk-test-secret"), "{printed}");
+    let per_run = options().provider_option("api_key", "sk-run-secret");
+    assert!(!format!("{per_run:?}").contains("sk-run-secret"));
+}
