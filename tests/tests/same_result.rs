@@ -1,7 +1,7 @@
 //! Cross-provider end to end: the same script and the same handler give the same result on every loop host.
 //!
-//! Today the loop hosts are the two reference providers; each provider crate adds its emulator-backed provider
-//! here as it lands.
+//! The loop hosts: the two in-memory reference providers and the Local provider through its emulator on
+//! loopback. Each provider crate adds its emulator-backed provider here as it lands.
 
 use std::sync::Arc;
 
@@ -9,6 +9,8 @@ use managed_agents_conformance::reference::{RequestResponseReference, StreamingR
 use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{InputLog, Script, ScriptToolCall, ScriptTurn};
 use managed_agents_core::{Provider, Session, SessionOptions, SessionResult, ToolResult};
+use managed_agents_local::Local;
+use managed_agents_local::emulator::ChatEmulator;
 use serde_json::json;
 
 fn script() -> Script {
@@ -55,9 +57,13 @@ async fn every_loop_host_gives_the_same_result() {
     let streaming_log = streaming.log();
     let request_response = RequestResponseReference::new(script());
     let request_response_log = request_response.log();
+    let emulator = ChatEmulator::start(script()).await.expect("emulator");
+    let local = Local::builder().base_url(emulator.base_url()).model("emulated").build().expect("local");
     let a = observe(Arc::new(streaming), streaming_log).await;
     let b = observe(Arc::new(request_response), request_response_log).await;
+    let c = observe(Arc::new(local), emulator.log()).await;
     assert_eq!(a, b);
+    assert_eq!(a, c);
     assert_eq!(a.text, "Stored ab.");
     assert_eq!(a.turns, 3);
     assert_eq!(a.usage, (36, 9));

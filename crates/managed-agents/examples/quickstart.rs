@@ -1,21 +1,27 @@
-//! Quickstart: a session whose model calls a local tool, with streamed text, each tool call and result, and
-//! the final summary printed.
+//! Quickstart: a session whose model calls a local tool, with the streamed text, each tool call and result,
+//! and the final summary printed.
 //!
 //! ```text
-//! cargo run -p managed-agents --example quickstart                   # request/response loop host
-//! cargo run -p managed-agents --example quickstart -- streaming      # streaming loop host
+//! cargo run -p managed-agents --example quickstart
 //! ```
 //!
-//! No credentials and no network: until the first real provider lands, the loop host is the in-memory
-//! reference provider from `managed-agents-conformance`, playing a short script. Everything else — the session
-//! loop, concurrent tool execution, event delivery, the result — is the real thing.
+//! With no environment set, the loop host is the Local provider talking to its bundled emulator — an
+//! OpenAI-compatible chat server started in-process on 127.0.0.1 that plays a short script. No credentials, no
+//! network. Everything is the real code: the HTTP client, the streamed chat wire, the session loop, the tools.
+//!
+//! To run against a real endpoint, set `OPENAI_BASE_URL` (and `OPENAI_API_KEY`, `OPENAI_MODEL` as it needs):
+//!
+//! ```text
+//! OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen3:8b cargo run -p managed-agents --example quickstart
+//! OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-… OPENAI_MODEL=gpt-4.1-mini cargo run -p managed-agents --example quickstart
+//! ```
 
 use std::io::Write;
-use std::sync::Arc;
 
-use managed_agents::{Event, Handler, Provider, Session, SessionInfo, SessionOptions, ToolOutput, ToolUse};
-use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
+use managed_agents::{Event, Handler, Session, SessionInfo, SessionOptions, ToolOutput, ToolSchema, ToolUse};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
+use managed_agents_local::Local;
+use managed_agents_local::emulator::ChatEmulator;
 use serde_json::json;
 
 /// The local tools, and what the user sees of the session.
@@ -27,7 +33,7 @@ impl Handler for WeatherDesk {
         let output: ToolOutput = match call.name.as_str() {
             "get_weather" => {
                 let city = call.input["city"].as_str().ok_or("`city` is missing")?;
-                Ok(format!("{{\"city\": \"{city}\", \"forecast\": \"sunny\", \"high_c\": 21}}"))
+                Ok(json!({"city": city, "forecast": "sunny", "high_c": 21}).to_string())
             }
             other => Err(format!("no tool named {other}").into()),
         };
@@ -46,7 +52,7 @@ impl Handler for WeatherDesk {
     }
 }
 
-/// What the scripted model does: look up two cities at once, then answer in streamed chunks.
+/// What the emulated model does: look up two cities at once, then answer in streamed chunks.
 fn script() -> Script {
     Script::new()
         .turn(
@@ -61,15 +67,42 @@ fn script() -> Script {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), managed_agents::Error> {
-    let provider: Arc<dyn Provider> = match std::env::args().nth(1).as_deref() {
-        Some("streaming") => Arc::new(StreamingReference::new(script())),
-        _ => Arc::new(RequestResponseReference::new(script())),
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("\nerror: {error}");
+            let mut source = error.source();
+            while let Some(cause) = source {
+                eprintln!("  caused by: {cause}");
+                source = cause.source();
+            }
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let weather = ToolSchema::with_string_params("get_weather", "Today's weather for a city", &["city"]);
+    let builder = Local::builder().system_prompt("You answer weather questions using your tools.").tool(weather);
+    // Keeps the emulator alive for the whole run when no endpoint is configured.
+    let (provider, _emulator) = match std::env::var("OPENAI_BASE_URL") {
+        Ok(url) if !url.trim().is_empty() => {
+            println!("loop host: local, against {url}\n");
+            (builder.build()?, None)
+        }
+        _ => {
+            let emulator = ChatEmulator::start(script()).await?;
+            println!(
+                "loop host: local, against the bundled emulator at {} (no credentials needed)\n",
+                emulator.base_url()
+            );
+            (builder.base_url(emulator.base_url()).model("emulated").build()?, Some(emulator))
+        }
     };
-    println!("loop host: {} (in-memory reference provider; no credentials needed)\n", provider.name());
     print!("assistant: ");
     let options = SessionOptions::new().prompt("What is the weather in Oslo and Lisbon?");
-    let result = Session::run(&*provider, WeatherDesk, options).await?;
+    let result = Session::run(&provider, WeatherDesk, options).await?;
     println!("\n\n-- session result --");
     println!("terminal:        {:?} ({:?})", result.terminal, result.terminal_reason);
     println!("session id:      {}", result.session_id.as_deref().unwrap_or("-"));
