@@ -204,3 +204,70 @@ async fn the_api_key_is_sent_as_a_bearer_token_and_never_printed() {
     let per_run = options().provider_option("api_key", "sk-run-secret");
     assert!(!format!("{per_run:?}").contains("sk-run-secret"));
 }
+
+#[tokio::test]
+async fn tools_go_out_in_the_openai_function_shape_and_a_run_can_pick_its_endpoint_and_model() {
+    let default = ChatEmulator::start(Script::new()).await.unwrap();
+    let lane = ChatEmulator::start(Script::new().turn(ScriptTurn::text("from the lane"))).await.unwrap();
+    let tool = managed_agents_core::ToolSchema::with_string_params("get_weather", "Weather for a city", &["city"]);
+    let provider = provider(&default).tool(tool).build().unwrap();
+    let run = options()
+        .model("lane-model")
+        .provider_option("base_url", lane.base_url())
+        .provider_option("api_key", "sk-lane");
+    let result = Session::run(&provider, EchoTools, run).await.unwrap();
+    assert_eq!(result.text, "from the lane");
+    assert!(default.requests().is_empty(), "the run went to its own endpoint");
+    let body = &lane.requests()[0];
+    assert_eq!(body["model"], "lane-model");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(
+        body["tools"][0],
+        json!({"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}})
+    );
+    assert_eq!(lane.request_headers()[0]["authorization"], "Bearer sk-lane");
+}
+
+/// A chat backend that needs no network: it answers every call from a queue.
+struct Canned(std::sync::Mutex<Vec<Value>>);
+
+#[managed_agents_conformance::async_trait]
+impl managed_agents_local::ChatBackend for Canned {
+    async fn complete(
+        &self,
+        request: managed_agents_local::ChatRequest,
+        _live: &managed_agents_core::LiveEvents,
+    ) -> Result<managed_agents_local::ChatResponse, Error> {
+        assert!(!request.messages.is_empty());
+        let next = self.0.lock().unwrap().remove(0);
+        managed_agents_local::parse_completion(next)
+    }
+}
+
+#[tokio::test]
+async fn any_client_can_sit_behind_the_chat_seam() {
+    let answers = vec![
+        json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "echo", "arguments": {"x": 1}}}]},
+            "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}),
+        json!({"choices": [{"message": {"role": "assistant", "content": "echoed"}, "finish_reason": "stop"}]}),
+    ];
+    let provider = Local::builder()
+        .model("canned")
+        .chat_backend(std::sync::Arc::new(Canned(std::sync::Mutex::new(answers))))
+        .build()
+        .unwrap();
+    let result = Session::run(&provider, EchoTools, options()).await.unwrap();
+    assert_eq!(result.text, "echoed");
+    assert_eq!(result.custom_tool_uses[0].input, json!({"x": 1}), "object arguments are accepted too");
+    assert_eq!(result.usage.input_tokens, 5);
+}
+
+#[test]
+fn a_completion_without_a_message_is_malformed_and_keeps_the_body() {
+    let error = managed_agents_local::parse_completion(json!({"choices": []})).unwrap_err();
+    let Error::Malformed { raw, .. } = error else { panic!("{error:?}") };
+    assert!(raw.contains("choices"));
+}
