@@ -26,13 +26,24 @@ const CI: &[Step] = &[
     },
 ];
 
-const BENCH: &[Step] = &[Step { what: "bench", args: &["bench", "--workspace", "--all-features"], env: &[] }];
+const BENCH: &[Step] = &[
+    Step { what: "bench", args: &["bench", "--workspace", "--all-features"], env: &[] },
+    // The peer benchmark lives outside the workspace (so tests never build rig); it shares the target directory.
+    Step {
+        what: "bench (Local vs rig)",
+        args: &["bench", "--manifest-path", "benches/local-vs-rig/Cargo.toml"],
+        env: &[("CARGO_TARGET_DIR", "target")],
+    },
+];
 
 fn run(steps: &[Step]) -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    // Every step runs from the workspace root, wherever `cargo xtask` was called from.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(std::path::Path::new("."));
     for step in steps {
         eprintln!("xtask: {} — cargo {}", step.what, step.args.join(" "));
-        let status = Command::new(&cargo).args(step.args).envs(step.env.iter().copied()).status();
+        let status =
+            Command::new(&cargo).current_dir(root).args(step.args).envs(step.env.iter().copied()).status();
         match status {
             Ok(status) if status.success() => {}
             Ok(status) => {

@@ -1,0 +1,1 @@
+//! Nothing here: see `benches/local_vs_rig.rs`.
