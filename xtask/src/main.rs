@@ -42,8 +42,7 @@ fn run(steps: &[Step]) -> ExitCode {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(std::path::Path::new("."));
     for step in steps {
         eprintln!("xtask: {} — cargo {}", step.what, step.args.join(" "));
-        let status =
-            Command::new(&cargo).current_dir(root).args(step.args).envs(step.env.iter().copied()).status();
+        let status = Command::new(&cargo).current_dir(root).args(step.args).envs(step.env.iter().copied()).status();
         match status {
             Ok(status) if status.success() => {}
             Ok(status) => {

@@ -62,7 +62,8 @@ async fn run_local(emulator: ChatEmulator, stream: bool) {
         .build()
         .expect("provider");
     let handler = tool_fn(|_, input| async move { Ok(weather(input["city"].as_str().unwrap_or_default())) });
-    let result = Session::run(&provider, handler, SessionOptions::new().prompt("Weather in Paris?")).await.expect("run");
+    let result =
+        Session::run(&provider, handler, SessionOptions::new().prompt("Weather in Paris?")).await.expect("run");
     assert_eq!(result.turns, 2);
 }
 
