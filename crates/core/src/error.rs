@@ -109,7 +109,17 @@ pub enum Error {
         retry_after: Option<Duration>,
     },
 
-    /// The connection failed (connect, TLS, reset, early close …).
+    /// No connection could be made, so the request was never sent (safe to send again).
+    #[error("cannot connect: {message}")]
+    Connect {
+        /// What failed.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// The connection failed (TLS, reset, early close …); the request may or may not have been processed.
     #[error("transport error: {message}")]
     Transport {
         /// What failed.
@@ -175,7 +185,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Http { status, .. } => matches!(status, 408 | 409 | 425 | 429 | 500..=599),
-            Self::Transport { .. } | Self::StreamIdleTimeout { .. } | Self::StreamClosed => true,
+            Self::Connect { .. } | Self::Transport { .. } | Self::StreamIdleTimeout { .. } | Self::StreamClosed => true,
             Self::Provider { retryable, .. } => *retryable,
             Self::Turn { source, .. } => source.is_retryable(),
             _ => false,

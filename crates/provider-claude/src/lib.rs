@@ -1,9 +1,61 @@
 //! # managed-agents-claude
 //!
-//! The Claude Managed Agents provider for [managed-agents](https://crates.io/crates/managed-agents): a streaming
-//! loop host over Anthropic's Managed Agents API (SSE events, custom tool results posted back), with reconnect,
-//! files and an emulator.
+//! Anthropic's Claude Managed Agents as a loop host for [managed-agents](https://crates.io/crates/managed-agents):
+//! the agent loop runs on Anthropic's side, custom tool calls come back over the session's SSE event stream,
+//! and your handler answers them locally.
 //!
-//! **Status: not implemented yet.** This crate is a placeholder so the workspace and the umbrella crate's
-//! `claude` feature build; it exports nothing. Until it lands, run sessions against the reference providers of
-//! `managed-agents-conformance` or implement [`managed_agents_core::Provider`] yourself.
+//! * [`ClaudeManagedAgents`]: the streaming provider (kickoff or outcome, tool results, interrupt, reconnect
+//!   that consolidates from the server's history and re-runs unanswered calls, reattach by session id).
+//! * [`ClaudeClient`]: the HTTP API — agents, environments, sessions, events (send, list with paging, stream),
+//!   session resources, files. Retries honour `retry-after`; posting events is never blindly repeated.
+//! * [`events`]: building and interpreting the event vocabulary.
+//! * `emulator` feature: [`emulator::ClaudeEmulator`], a Managed Agents server on loopback that plays a
+//!   conformance script with faults, and [`emulator::ClaudeBackend`] to run the conformance suite.
+//!
+//! ## Example
+//!
+//! Against the bundled emulator (no key, no network beyond loopback):
+//!
+//! ```
+//! # #[cfg(feature = "emulator")]
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), managed_agents_core::Error> {
+//! use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, emulator::ClaudeEmulator};
+//! use managed_agents_conformance::{Script, ScriptTurn};
+//! use managed_agents_core::{Session, SessionOptions, tool_fn};
+//! use serde_json::json;
+//!
+//! let emulator = ClaudeEmulator::start(
+//!     Script::new()
+//!         .turn(ScriptTurn::tool_call("toolu_1", "add", json!({"a": 2, "b": 3})))
+//!         .turn(ScriptTurn::text("2 + 3 = 5")),
+//! )
+//! .await
+//! .expect("emulator");
+//! let client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").build()?;
+//! let provider = ClaudeManagedAgents::new(client);
+//! let (agent_id, environment_id) = emulator.seed_agent();
+//! let handler = tool_fn(|_, input| async move {
+//!     Ok((input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)).to_string())
+//! });
+//! let options = SessionOptions::new().agent_id(agent_id).environment_id(environment_id).prompt("2 + 3?");
+//! let result = Session::run(&provider, handler, options).await?;
+//! assert_eq!(result.text, "2 + 3 = 5");
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "emulator"))]
+//! # fn main() {}
+//! ```
+
+mod client;
+#[cfg(feature = "emulator")]
+pub mod emulator;
+pub mod events;
+mod provider;
+mod stream;
+
+pub use client::{
+    ANTHROPIC_VERSION, ClaudeClient, ClaudeClientBuilder, ClaudeConfig, DEFAULT_BASE_URL, EVENTS_PAGE_SIZE, FILES_BETA,
+    MANAGED_AGENTS_BETA, content_type,
+};
+pub use provider::ClaudeManagedAgents;

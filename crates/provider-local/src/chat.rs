@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use managed_agents_core::http::{
-    Bytes, HeaderName, HeaderValue, HttpClient, Method, Request, RequestBody, RetryPolicy, Secret, SseBody, read_body,
+    Bytes, HeaderName, HeaderValue, HttpClient, Method, Replay, Request, RequestBody, RetryPolicy, Secret, SseBody,
+    read_body,
 };
 use managed_agents_core::{Error, Event, LiveEvents};
 use serde_json::{Value, json};
@@ -174,7 +175,8 @@ impl ChatBackend for HttpChat {
         }
         let body = Bytes::from(body.to_string());
         let timeout = self.config.request_timeout;
-        let response = self.client.send_with_retries(&self.config.retry, timeout, || self.request(&body)).await?;
+        let response =
+            self.client.send_with_retries(&self.config.retry, Replay::Safe, timeout, || self.request(&body)).await?;
         let streamed = response
             .headers()
             .get("content-type")

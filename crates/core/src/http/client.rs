@@ -15,6 +15,25 @@ use super::body::read_body;
 use super::retry::{RetryPolicy, retry_after, should_retry_header};
 use crate::Error;
 
+/// Which failures a request may be sent again after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// The request is safe to repeat (reads, idempotent writes, a chat completion): retry transport errors and
+    /// every retryable status.
+    Safe,
+    /// The request must not take effect twice (e.g. posting a tool result): retry only when it certainly was
+    /// not processed — no connection could be made, or the server refused it up front (429 rate limited,
+    /// 529 overloaded).
+    IfUnprocessed,
+}
+
+impl Replay {
+    /// Statuses that mean the server refused the request before processing it.
+    pub fn rejected_unprocessed(status: u16) -> bool {
+        matches!(status, 429 | 529)
+    }
+}
+
 /// The body type of requests sent through [`HttpClient`].
 pub type RequestBody = Full<Bytes>;
 
@@ -80,18 +99,21 @@ impl HttpClient {
     pub async fn send(&self, request: Request<RequestBody>, timeout: Duration) -> Result<Response<Incoming>, Error> {
         match tokio::time::timeout(timeout, self.client.request(request)).await {
             Ok(Ok(response)) => Ok(response),
+            Ok(Err(error)) if error.is_connect() => {
+                Err(Error::Connect { message: describe(&error), source: Some(Box::new(error)) })
+            }
             Ok(Err(error)) => Err(Error::transport(describe(&error), error)),
             Err(_) => Err(Error::Transport { message: format!("no response within {timeout:?}"), source: None }),
         }
     }
 
-    /// Sends a request built by `build` until it succeeds, retrying transport errors and retryable statuses
-    /// under `policy` (the server's `retry-after` and `x-should-retry` are honoured). A non-success response
-    /// that is not retried becomes [`Error::Http`] with its body. Only use retries for requests that are safe to
-    /// repeat.
+    /// Sends a request built by `build` until it succeeds, retrying under `policy` (the server's `retry-after`
+    /// and `x-should-retry` are honoured) what `replay` allows. A non-success response that is not retried
+    /// becomes [`Error::Http`] with its body.
     pub async fn send_with_retries(
         &self,
         policy: &RetryPolicy,
+        replay: Replay,
         timeout: Duration,
         mut build: impl FnMut() -> Result<Request<RequestBody>, Error>,
     ) -> Result<Response<Incoming>, Error> {
@@ -107,13 +129,20 @@ impl HttpClient {
                     let body = read_body(response.into_body(), 1 << 20, timeout).await.unwrap_or_default();
                     let error =
                         Error::Http { status, body: String::from_utf8_lossy(&body).into_owned(), retry_after: delay };
-                    let retryable = should_retry_header(&headers).unwrap_or(RetryPolicy::is_retryable_status(status));
+                    let retryable = match replay {
+                        Replay::Safe => {
+                            should_retry_header(&headers).unwrap_or(RetryPolicy::is_retryable_status(status))
+                        }
+                        Replay::IfUnprocessed => Replay::rejected_unprocessed(status),
+                    };
                     if !retryable {
                         return Err(error);
                     }
                     (error, delay)
                 }
-                Err(error) => (error, None),
+                Err(error @ Error::Connect { .. }) => (error, None),
+                Err(error) if replay == Replay::Safe => (error, None),
+                Err(error) => return Err(error),
             };
             if retry >= policy.max_retries {
                 return Err(error);

@@ -12,7 +12,7 @@ pub mod server;
 pub mod sse;
 
 pub use body::{SseBody, read_body};
-pub use client::{HttpClient, RequestBody, Secret};
+pub use client::{HttpClient, Replay, RequestBody, Secret};
 pub use retry::{RetryPolicy, retry_after};
 pub use sse::{SseDecoder, SseFrame};
 

@@ -24,6 +24,7 @@ pub struct ResponseBody(BodyKind);
 enum BodyKind {
     Full(Option<Bytes>),
     Channel(mpsc::Receiver<Result<Bytes, io::Error>>),
+    Unbounded(mpsc::UnboundedReceiver<Result<Bytes, io::Error>>),
 }
 
 impl ResponseBody {
@@ -38,6 +39,13 @@ impl ResponseBody {
         let (sender, receiver) = mpsc::channel(64);
         (sender, Self(BodyKind::Channel(receiver)))
     }
+
+    /// Like [`ResponseBody::channel`], with an unbounded sender that can be fed without awaiting (e.g. while
+    /// holding a lock).
+    pub fn unbounded() -> (mpsc::UnboundedSender<Result<Bytes, io::Error>>, Self) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        (sender, Self(BodyKind::Unbounded(receiver)))
+    }
 }
 
 impl Body for ResponseBody {
@@ -48,6 +56,7 @@ impl Body for ResponseBody {
         match &mut self.0 {
             BodyKind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
             BodyKind::Channel(receiver) => receiver.poll_recv(cx).map(|item| item.map(|r| r.map(Frame::data))),
+            BodyKind::Unbounded(receiver) => receiver.poll_recv(cx).map(|item| item.map(|r| r.map(Frame::data))),
         }
     }
 
@@ -59,7 +68,7 @@ impl Body for ResponseBody {
         match &self.0 {
             BodyKind::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
             BodyKind::Full(None) => SizeHint::with_exact(0),
-            BodyKind::Channel(_) => SizeHint::default(),
+            BodyKind::Channel(_) | BodyKind::Unbounded(_) => SizeHint::default(),
         }
     }
 }

@@ -497,7 +497,7 @@ fn error_kind(error: &Error) -> &'static str {
         Error::UnresolvedRequiresAction { .. } => "unresolved_requires_action",
         Error::TimedOut { .. } => "timeout",
         Error::Http { .. } => "http_error",
-        Error::Transport { .. } => "transport_error",
+        Error::Connect { .. } | Error::Transport { .. } => "transport_error",
         Error::StreamIdleTimeout { .. } => "stream_idle_timeout",
         Error::StreamClosed => "stream_closed",
         Error::Malformed { .. } => "malformed",

@@ -1,0 +1,700 @@
+//! A Claude Managed Agents server on loopback (feature `emulator`) that keeps agents, environments, sessions,
+//! events, resources and files in memory, plays a conformance [`Script`] when user input arrives, streams events
+//! over SSE the way the service does (ids, `session.status_idle` with stop reasons, `requires_action` naming
+//! event ids, `span.model_request_end` with usage) and lists history in pages. It records every request.
+//!
+//! Faults ([`Fault`]): `DropStreamAfter` (open streams close after that many of the turn's events; the rest
+//! reach the history), `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the
+//! events post that would start the turn is refused first, with `retry-after`), `Stall` (the turn starts late),
+//! `MalformedFrame` (a frame of broken JSON first). [`EmulatorOptions`] adds CRLF framing, comment heartbeats
+//! and a page size.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use managed_agents_conformance::{
+    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptStop, ScriptToolCall,
+    ScriptTurn,
+};
+use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
+use managed_agents_core::http::{Bytes, Method, Response, RetryPolicy, StatusCode};
+use managed_agents_core::{Mode, Outcome, SessionOptions, ToolResult};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::{ClaudeClient, ClaudeManagedAgents, MANAGED_AGENTS_BETA};
+
+/// How the emulator frames and pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmulatorOptions {
+    /// End SSE lines with CRLF instead of LF.
+    pub crlf: bool,
+    /// Send a `: ping` comment before every event.
+    pub heartbeats: bool,
+    /// The most events one history page returns, whatever `limit` asks.
+    pub page_size: usize,
+}
+
+impl Default for EmulatorOptions {
+    fn default() -> Self {
+        Self { crlf: false, heartbeats: false, page_size: 100 }
+    }
+}
+
+/// One request the emulator received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// The method.
+    pub method: String,
+    /// The path and query.
+    pub path: String,
+    /// The `anthropic-beta` header.
+    pub beta: Option<String>,
+    /// The JSON body (`Null` when there was none or it was not JSON).
+    pub body: Value,
+}
+
+type StreamSender = mpsc::UnboundedSender<Result<Bytes, io::Error>>;
+
+#[derive(Default)]
+struct SessionState {
+    record: Value,
+    history: Vec<Value>,
+    streams: Vec<StreamSender>,
+    awaiting: Vec<ScriptToolCall>,
+    split: bool,
+    results: Vec<ToolResult>,
+    kicked_off: bool,
+}
+
+struct State {
+    options: EmulatorOptions,
+    script: VecDeque<ScriptTurn>,
+    served: usize,
+    refused_current: bool,
+    next_id: u64,
+    agents: HashMap<String, Value>,
+    environments: HashMap<String, Value>,
+    sessions: HashMap<String, SessionState>,
+    files: HashMap<String, (Value, Bytes)>,
+    log: InputLog,
+    requests: Vec<RecordedRequest>,
+}
+
+impl State {
+    fn id(&mut self, prefix: &str) -> String {
+        self.next_id += 1;
+        format!("{prefix}_{:04}", self.next_id)
+    }
+
+    fn frame(&self, name: &str, data: &str) -> Bytes {
+        let end = if self.options.crlf { "\r\n" } else { "\n" };
+        let ping = if self.options.heartbeats { format!(": ping{end}{end}") } else { String::new() };
+        Bytes::from(format!("{ping}event: {name}{end}data: {data}{end}{end}"))
+    }
+}
+
+/// The emulator. Dropping it stops the server.
+pub struct ClaudeEmulator {
+    server: LoopbackServer,
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for ClaudeEmulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeEmulator").field("base_url", &self.base_url()).finish_non_exhaustive()
+    }
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ClaudeEmulator {
+    /// Starts a server playing `script`.
+    pub async fn start(script: Script) -> io::Result<Self> {
+        Self::with_options(script, EmulatorOptions::default()).await
+    }
+
+    /// Starts a server playing `script` with `options`.
+    pub async fn with_options(script: Script, options: EmulatorOptions) -> io::Result<Self> {
+        let state = Arc::new(Mutex::new(State {
+            options,
+            script: script.turns.into(),
+            served: 0,
+            refused_current: false,
+            next_id: 0,
+            agents: HashMap::new(),
+            environments: HashMap::new(),
+            sessions: HashMap::new(),
+            files: HashMap::new(),
+            log: InputLog::new(),
+            requests: Vec::new(),
+        }));
+        let shared = Arc::clone(&state);
+        let server = LoopbackServer::start(move |request| serve(Arc::clone(&shared), request)).await?;
+        Ok(Self { server, state })
+    }
+
+    /// The API root to point a client at.
+    pub fn base_url(&self) -> String {
+        self.server.base_url()
+    }
+
+    /// Creates an agent and an environment directly (no request recorded); returns their ids.
+    pub fn seed_agent(&self) -> (String, String) {
+        let mut state = lock(&self.state);
+        let agent = state.id("agent");
+        let environment = state.id("env");
+        state.agents.insert(agent.clone(), json!({"id": agent, "type": "agent", "name": "seeded", "version": 1}));
+        state
+            .environments
+            .insert(environment.clone(), json!({"id": environment, "type": "environment", "name": "seeded"}));
+        (agent, environment)
+    }
+
+    /// The inputs received, decoded.
+    pub fn log(&self) -> InputLog {
+        lock(&self.state).log.clone()
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.state).requests.clone()
+    }
+
+    /// A session's full history, as the server keeps it.
+    pub fn history(&self, session_id: &str) -> Vec<Value> {
+        lock(&self.state).sessions.get(session_id).map(|s| s.history.clone()).unwrap_or_default()
+    }
+}
+
+fn error(status: StatusCode, kind: &str, message: &str) -> Response<ResponseBody> {
+    json_response(
+        status,
+        &json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_emulated"}),
+    )
+}
+
+fn not_found(what: &str) -> Response<ResponseBody> {
+    error(StatusCode::NOT_FOUND, "not_found_error", &format!("no such {what}"))
+}
+
+fn query_value(query: Option<&str>, key: &str) -> Option<String> {
+    query?.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == key).then(|| percent_decode(v))
+    })
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = text.get(i + 1..i + 3)
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<ResponseBody> {
+    let path = request.uri.path().to_string();
+    let query = request.uri.query().map(str::to_string);
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    let beta = request.headers.get("anthropic-beta").and_then(|v| v.to_str().ok()).map(str::to_string);
+    lock(&state).requests.push(RecordedRequest {
+        method: request.method.to_string(),
+        path: request.uri.to_string(),
+        beta: beta.clone(),
+        body: body.clone(),
+    });
+    if request.headers.get("x-api-key").is_none() {
+        return error(StatusCode::UNAUTHORIZED, "authentication_error", "x-api-key header is required");
+    }
+    if request.headers.get("anthropic-version").is_none() {
+        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "anthropic-version header is required");
+    }
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let is_files = segments.get(1) == Some(&"files");
+    if !is_files && !beta.as_deref().is_some_and(|b| b.split(',').any(|b| b.trim() == MANAGED_AGENTS_BETA)) {
+        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "the managed-agents beta header is required");
+    }
+    match (&request.method, segments.as_slice()) {
+        (&Method::POST, ["v1", "agents"]) => create(&state, "agent", "agent", body),
+        (&Method::GET, ["v1", "agents"]) => list(&state, |s| s.agents.values().cloned().collect()),
+        (&Method::GET, ["v1", "agents", id]) => get(&state, |s| s.agents.get(*id).cloned(), "agent"),
+        (&Method::POST, ["v1", "agents", id, "archive"]) => archive(&state, |s| s.agents.get_mut(*id), "agent"),
+        (&Method::POST, ["v1", "environments"]) => create(&state, "env", "environment", body),
+        (&Method::GET, ["v1", "environments"]) => list(&state, |s| s.environments.values().cloned().collect()),
+        (&Method::GET, ["v1", "environments", id]) => get(&state, |s| s.environments.get(*id).cloned(), "environment"),
+        (&Method::POST, ["v1", "environments", id, "archive"]) => {
+            archive(&state, |s| s.environments.get_mut(*id), "environment")
+        }
+        (&Method::DELETE, ["v1", "environments", id]) => match lock(&state).environments.remove(*id) {
+            Some(_) => json_response(StatusCode::OK, &json!({"id": id, "type": "environment_deleted"})),
+            None => not_found("environment"),
+        },
+        (&Method::POST, ["v1", "sessions"]) => create_session(&state, body),
+        (&Method::GET, ["v1", "sessions"]) => {
+            list(&state, |s| s.sessions.values().map(|session| session.record.clone()).collect())
+        }
+        (&Method::GET, ["v1", "sessions", id]) => {
+            get(&state, |s| s.sessions.get(*id).map(|x| x.record.clone()), "session")
+        }
+        (&Method::POST, ["v1", "sessions", id, "archive"]) => {
+            archive(&state, |s| s.sessions.get_mut(*id).map(|x| &mut x.record), "session")
+        }
+        (&Method::DELETE, ["v1", "sessions", id]) => match lock(&state).sessions.remove(*id) {
+            Some(_) => json_response(StatusCode::OK, &json!({"id": id, "type": "session_deleted"})),
+            None => not_found("session"),
+        },
+        (&Method::POST, ["v1", "sessions", id, "events"]) => post_events(&state, id, body).await,
+        (&Method::GET, ["v1", "sessions", id, "events"]) => list_events(&state, id, query.as_deref()),
+        (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id),
+        (&Method::POST, ["v1", "sessions", id, "resources"]) => add_resource(&state, id, body),
+        (&Method::GET, ["v1", "sessions", id, "resources"]) => match lock(&state).sessions.get(*id) {
+            Some(session) => json_response(StatusCode::OK, &json!({"data": session.record["resources"].clone()})),
+            None => not_found("session"),
+        },
+        (&Method::DELETE, ["v1", "sessions", id, "resources", resource]) => remove_resource(&state, id, resource),
+        (&Method::POST, ["v1", "files"]) => upload(&state, &request),
+        (&Method::GET, ["v1", "files"]) => {
+            let scope = query_value(query.as_deref(), "scope_id");
+            let state = lock(&state);
+            let data: Vec<Value> = state
+                .files
+                .values()
+                .map(|(meta, _)| meta.clone())
+                .filter(|meta| scope.as_ref().is_none_or(|s| meta["scope_id"] == json!(s)))
+                .collect();
+            json_response(StatusCode::OK, &json!({"data": data, "has_more": false}))
+        }
+        (&Method::GET, ["v1", "files", id, "content"]) => match lock(&state).files.get(*id) {
+            Some((_, bytes)) => Response::new(ResponseBody::full(bytes.clone())),
+            None => not_found("file"),
+        },
+        (&Method::DELETE, ["v1", "files", id]) => match lock(&state).files.remove(*id) {
+            Some(_) => json_response(StatusCode::OK, &json!({"id": id, "type": "file_deleted"})),
+            None => not_found("file"),
+        },
+        _ => not_found("endpoint"),
+    }
+}
+
+fn create(state: &Mutex<State>, prefix: &str, kind: &str, body: Value) -> Response<ResponseBody> {
+    let Value::Object(mut object) = body else {
+        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "the body must be a JSON object");
+    };
+    if object.get("name").and_then(Value::as_str).is_none() {
+        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "name: field required");
+    }
+    let mut state = lock(state);
+    let id = state.id(prefix);
+    object.insert("id".into(), json!(id));
+    object.insert("type".into(), json!(kind));
+    object.insert("archived_at".into(), Value::Null);
+    if kind == "agent" {
+        object.insert("version".into(), json!(1));
+    }
+    let record = Value::Object(object);
+    match kind {
+        "agent" => state.agents.insert(id, record.clone()),
+        _ => state.environments.insert(id, record.clone()),
+    };
+    json_response(StatusCode::OK, &record)
+}
+
+fn get(state: &Mutex<State>, find: impl FnOnce(&State) -> Option<Value>, what: &str) -> Response<ResponseBody> {
+    match find(&lock(state)) {
+        Some(record) => json_response(StatusCode::OK, &record),
+        None => not_found(what),
+    }
+}
+
+fn list(state: &Mutex<State>, all: impl FnOnce(&State) -> Vec<Value>) -> Response<ResponseBody> {
+    let mut data = all(&lock(state));
+    data.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    json_response(StatusCode::OK, &json!({"data": data, "next_page": null}))
+}
+
+fn archive(
+    state: &Mutex<State>,
+    find: impl FnOnce(&mut State) -> Option<&mut Value>,
+    what: &str,
+) -> Response<ResponseBody> {
+    let mut state = lock(state);
+    match find(&mut state) {
+        Some(record) => {
+            record["archived_at"] = json!("2026-11-30T00:00:00Z");
+            json_response(StatusCode::OK, record)
+        }
+        None => not_found(what),
+    }
+}
+
+fn create_session(state: &Mutex<State>, body: Value) -> Response<ResponseBody> {
+    let agent = match &body["agent"] {
+        Value::String(id) => id.clone(),
+        Value::Object(reference) => reference.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+        _ => return error(StatusCode::BAD_REQUEST, "invalid_request_error", "agent: field required"),
+    };
+    let Some(environment_id) = body["environment_id"].as_str().map(str::to_string) else {
+        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "environment_id: field required");
+    };
+    let mut state = lock(state);
+    let Some(agent_record) = state.agents.get(&agent).cloned() else { return not_found("agent") };
+    if !state.environments.contains_key(&environment_id) {
+        return not_found("environment");
+    }
+    let id = state.id("sesn");
+    let record = json!({
+        "id": id, "type": "session", "status": "idle", "agent": agent_record, "environment_id": environment_id,
+        "title": body.get("title").cloned().unwrap_or(Value::Null),
+        "metadata": body.get("metadata").cloned().unwrap_or_else(|| json!({})), "resources": [], "archived_at": null,
+    });
+    state.sessions.insert(id, SessionState { record: record.clone(), ..SessionState::default() });
+    json_response(StatusCode::OK, &record)
+}
+
+fn open_stream(state: &Mutex<State>, session_id: &str) -> Response<ResponseBody> {
+    let mut state = lock(state);
+    let heartbeat =
+        state.options.heartbeats.then(|| if state.options.crlf { ": connected\r\n\r\n" } else { ": connected\n\n" });
+    let Some(session) = state.sessions.get_mut(session_id) else { return not_found("session") };
+    let (sender, body) = ResponseBody::unbounded();
+    if let Some(line) = heartbeat {
+        let _ = sender.send(Ok(Bytes::from_static(line.as_bytes())));
+    }
+    session.streams.push(sender);
+    let mut response = Response::new(body);
+    response.headers_mut().insert("content-type", "text/event-stream".parse().expect("static header value"));
+    response
+}
+
+fn list_events(state: &Mutex<State>, session_id: &str, query: Option<&str>) -> Response<ResponseBody> {
+    let state = lock(state);
+    let Some(session) = state.sessions.get(session_id) else { return not_found("session") };
+    let limit = query_value(query, "limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(20)
+        .min(state.options.page_size)
+        .max(1);
+    let start =
+        query_value(query, "page").and_then(|p| p.strip_prefix("page_").and_then(|n| n.parse().ok())).unwrap_or(0usize);
+    let end = (start + limit).min(session.history.len());
+    let data = session.history.get(start..end).unwrap_or_default().to_vec();
+    let next = (end < session.history.len()).then(|| format!("page_{end}"));
+    json_response(StatusCode::OK, &json!({"data": data, "next_page": next}))
+}
+
+/// Appends `events` to a session's history and sends them to its open streams, applying the delivery faults.
+fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faults: &[Fault]) {
+    let frames: Vec<Bytes> =
+        events.iter().map(|e| state.frame(e["type"].as_str().unwrap_or("message"), &e.to_string())).collect();
+    let malformed = faults.contains(&Fault::MalformedFrame).then(|| state.frame("agent.message", "{\"broken\": "));
+    let Some(session) = state.sessions.get_mut(session_id) else { return };
+    session.history.extend(events);
+    let drop_after = faults.iter().find_map(|f| match f {
+        Fault::DropStreamAfter { events } => Some(*events),
+        _ => None,
+    });
+    let copies = if faults.contains(&Fault::DuplicateEvents) { 2 } else { 1 };
+    if let Some(frame) = malformed {
+        session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
+    }
+    for (index, frame) in frames.iter().enumerate() {
+        if drop_after == Some(index) {
+            session.streams.clear();
+            return;
+        }
+        for _ in 0..copies {
+            session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
+        }
+    }
+    if drop_after.is_some_and(|after| after >= frames.len()) {
+        session.streams.clear();
+    }
+}
+
+fn stamp(state: &mut State, mut event: Value, id: Option<String>) -> Value {
+    let id = id.unwrap_or_else(|| state.id("sevt"));
+    event["id"] = json!(id);
+    if event.get("processed_at").is_none() {
+        event["processed_at"] = json!("2026-11-30T00:00:00Z");
+    }
+    event
+}
+
+/// The events of a scripted turn, and the calls it waits on.
+fn turn_events(state: &mut State, turn: &ScriptTurn) -> (Vec<Value>, Vec<ScriptToolCall>, bool) {
+    let mut events = vec![stamp(state, json!({"type": "session.status_running"}), None)];
+    events.push(stamp(state, json!({"type": "span.model_request_start"}), None));
+    if !turn.text.is_empty() {
+        let message = json!({"type": "agent.message", "content": [{"type": "text", "text": turn.text.concat()}]});
+        events.push(stamp(state, message, None));
+    }
+    for call in &turn.tool_calls {
+        let event = json!({"type": "agent.custom_tool_use", "name": call.name, "input": call.input});
+        events.push(stamp(state, event, Some(call.id.clone())));
+    }
+    if let Some(usage) = turn.usage {
+        let span = json!({"type": "span.model_request_end", "model_usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}});
+        events.push(stamp(state, span, None));
+    }
+    let split = turn.faults.contains(&Fault::SplitRequiresAction);
+    let (stop_reason, awaiting) = match &turn.stop {
+        ScriptStop::EndTurn => (json!({"type": "end_turn"}), Vec::new()),
+        ScriptStop::Terminated { reason } => (json!({"type": reason}), Vec::new()),
+        ScriptStop::ToolUse => {
+            let ids: Vec<&str> = turn.tool_calls.iter().map(|c| c.id.as_str()).collect();
+            let named = if split { &ids[..ids.len().min(1)] } else { &ids[..] };
+            (json!({"type": "requires_action", "event_ids": named}), turn.tool_calls.clone())
+        }
+    };
+    events.push(stamp(state, json!({"type": "session.status_idle", "stop_reason": stop_reason}), None));
+    (events, awaiting, split)
+}
+
+/// Plays the next scripted turn on a session (after a stall, when the turn has one).
+async fn play(state: Arc<Mutex<State>>, session_id: String) {
+    let (stall, turn) = {
+        let mut guard = lock(&state);
+        let Some(turn) = guard.script.pop_front() else {
+            let served = guard.served;
+            let event = json!({"type": "session.error", "error": {"type": "unknown_error", "message": format!("unexpected model call: the script has only {served} turns"), "retry_status": {"type": "terminal"}}});
+            let event = stamp(&mut guard, event, None);
+            let terminated = stamp(&mut guard, json!({"type": "session.status_terminated"}), None);
+            emit(&mut guard, &session_id, vec![event, terminated], &[]);
+            return;
+        };
+        guard.served += 1;
+        let stall = turn.faults.iter().find_map(|f| match f {
+            Fault::Stall { duration } => Some(*duration),
+            _ => None,
+        });
+        (stall, turn)
+    };
+    if let Some(stall) = stall {
+        tokio::time::sleep(stall).await;
+    }
+    let mut guard = lock(&state);
+    let (events, awaiting, split) = turn_events(&mut guard, &turn);
+    if let Some(session) = guard.sessions.get_mut(&session_id) {
+        session.awaiting = awaiting;
+        session.split = split;
+        session.results.clear();
+    }
+    emit(&mut guard, &session_id, events, &turn.faults);
+}
+
+fn outcome_of(event: &Value) -> Option<Outcome> {
+    let mut outcome = Outcome::new(
+        event["description"].as_str().unwrap_or_default(),
+        event["rubric"]["content"].as_str().unwrap_or_default(),
+    )
+    .ok()?;
+    outcome.max_iterations = event.get("max_iterations").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+    Some(outcome)
+}
+
+async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -> Response<ResponseBody> {
+    let Some(events) = body.get("events").and_then(Value::as_array).cloned() else {
+        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "events: field required");
+    };
+    let mut play_next = false;
+    let echoed = {
+        let mut guard = lock(state);
+        if !guard.sessions.contains_key(session_id) {
+            return not_found("session");
+        }
+        let starts_turn =
+            events.iter().any(|e| matches!(e["type"].as_str(), Some("user.message" | "user.define_outcome")));
+        let refusal = guard.script.front().filter(|_| starts_turn).and_then(|turn| {
+            turn.faults.iter().find_map(|f| match f {
+                Fault::HttpError { status, retry_after } => Some((*status, *retry_after)),
+                _ => None,
+            })
+        });
+        if let Some((status, retry_after)) = refusal
+            && !guard.refused_current
+        {
+            guard.refused_current = true;
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = error(status, "overloaded_error", "injected failure");
+            if let Some(after) = retry_after
+                && let Ok(value) = after.as_millis().to_string().parse()
+            {
+                response.headers_mut().insert("retry-after-ms", value);
+            }
+            return response;
+        }
+        guard.refused_current = false;
+        let mut echoed = Vec::new();
+        let mut results = Vec::new();
+        for event in events {
+            let Value::Object(_) = &event else { continue };
+            let echo = stamp(&mut guard, event.clone(), None);
+            echoed.push(echo.clone());
+            emit(&mut guard, session_id, vec![echo], &[]);
+            let session = guard.sessions.get_mut(session_id).expect("checked above");
+            match event["type"].as_str() {
+                Some("user.message") => {
+                    let text = event["content"][0]["text"].as_str().unwrap_or_default().to_string();
+                    let input = if session.kicked_off {
+                        RecordedInput::Message(text)
+                    } else {
+                        RecordedInput::Kickoff { prompt: Some(text), outcome: None }
+                    };
+                    session.kicked_off = true;
+                    guard.log.record(input);
+                    play_next = true;
+                }
+                Some("user.define_outcome") => {
+                    session.kicked_off = true;
+                    guard.log.record(RecordedInput::Kickoff { prompt: None, outcome: outcome_of(&event) });
+                    play_next = true;
+                }
+                Some("user.custom_tool_result") => {
+                    let id = event["custom_tool_use_id"].as_str().unwrap_or_default();
+                    let text = event["content"][0]["text"].as_str().unwrap_or_default();
+                    let result = if event["is_error"] == json!(true) {
+                        ToolResult::error(id, text)
+                    } else {
+                        ToolResult::ok(id, text)
+                    };
+                    results.push(result);
+                }
+                Some("user.interrupt") => guard.log.record(RecordedInput::Interrupt),
+                _ => guard.log.record(RecordedInput::Event(event.clone())),
+            }
+        }
+        if !results.is_empty() {
+            guard.log.record(RecordedInput::ToolResults(results.clone()));
+            let session = guard.sessions.get_mut(session_id).expect("checked above");
+            session.awaiting.retain(|call| !results.iter().any(|r| r.tool_use_id == call.id));
+            session.results.extend(results);
+            if session.awaiting.is_empty() {
+                play_next = true;
+            } else if session.split {
+                let next = session.awaiting[0].id.clone();
+                let idle = json!({"type": "session.status_idle", "stop_reason": {"type": "requires_action", "event_ids": [next]}});
+                let idle = stamp(&mut guard, idle, None);
+                emit(&mut guard, session_id, vec![idle], &[]);
+            }
+        }
+        echoed
+    };
+    if play_next {
+        tokio::spawn(play(Arc::clone(state), session_id.to_string()));
+    }
+    json_response(StatusCode::OK, &json!({"data": echoed}))
+}
+
+fn add_resource(state: &Mutex<State>, session_id: &str, body: Value) -> Response<ResponseBody> {
+    let mut guard = lock(state);
+    let id = guard.id("sesrsc");
+    let Some(session) = guard.sessions.get_mut(session_id) else { return not_found("session") };
+    let mut resource = body;
+    resource["id"] = json!(id);
+    if let Some(list) = session.record["resources"].as_array_mut() {
+        list.push(resource.clone());
+    }
+    json_response(StatusCode::OK, &resource)
+}
+
+fn remove_resource(state: &Mutex<State>, session_id: &str, resource_id: &str) -> Response<ResponseBody> {
+    let mut guard = lock(state);
+    let Some(session) = guard.sessions.get_mut(session_id) else { return not_found("session") };
+    if let Some(list) = session.record["resources"].as_array_mut() {
+        list.retain(|r| r["id"] != json!(resource_id));
+    }
+    json_response(StatusCode::OK, &json!({"id": resource_id, "type": "session_resource_deleted"}))
+}
+
+/// Reads the `file` part of a multipart upload: its filename and bytes.
+fn file_part(request: &ReceivedRequest) -> Option<(String, Bytes)> {
+    let content_type = request.headers.get("content-type")?.to_str().ok()?;
+    let boundary = content_type.split("boundary=").nth(1)?.trim_matches('"');
+    let delimiter = format!("--{boundary}");
+    let body = &request.body[..];
+    let mut parts = Vec::new();
+    let mut rest = body;
+    while let Some(start) = find(rest, delimiter.as_bytes()) {
+        rest = &rest[start + delimiter.len()..];
+        let end = find(rest, delimiter.as_bytes()).unwrap_or(rest.len());
+        parts.push(&rest[..end]);
+    }
+    parts.into_iter().find_map(|part| {
+        let header_end = find(part, b"\r\n\r\n")?;
+        let headers = String::from_utf8_lossy(&part[..header_end]);
+        let filename = headers.split("filename=\"").nth(1)?.split('"').next()?.to_string();
+        let content = &part[header_end + 4..];
+        let content = content.strip_suffix(b"\r\n").unwrap_or(content);
+        Some((filename, Bytes::copy_from_slice(content)))
+    })
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|window| window == needle)
+}
+
+fn upload(state: &Mutex<State>, request: &ReceivedRequest) -> Response<ResponseBody> {
+    let Some((filename, bytes)) = file_part(request) else {
+        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "a multipart `file` part is required");
+    };
+    let mut guard = lock(state);
+    let id = guard.id("file");
+    let meta = json!({"id": id, "type": "file", "filename": filename, "size_bytes": bytes.len(), "scope_id": null});
+    guard.files.insert(id, (meta.clone(), bytes));
+    json_response(StatusCode::OK, &meta)
+}
+
+/// Runs the conformance suite against [`ClaudeManagedAgents`] through a [`ClaudeEmulator`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClaudeBackend {
+    /// Framing and paging of the emulator.
+    pub options: EmulatorOptions,
+}
+
+#[async_trait]
+impl Backend for ClaudeBackend {
+    type Provider = ClaudeManagedAgents;
+
+    fn capabilities(&self) -> BackendCapabilities {
+        BackendCapabilities::new(Mode::Streaming)
+            .with_provider(ClaudeManagedAgents::CAPABILITIES)
+            .with_reconnect()
+            .with_duplicate_delivery()
+            .with_split_requires_action()
+            .with_resume()
+    }
+
+    async fn start(&self, script: Script) -> Harness<ClaudeManagedAgents> {
+        let emulator =
+            ClaudeEmulator::with_options(script, self.options).await.expect("the emulator starts on loopback");
+        let quick =
+            RetryPolicy { initial: Duration::from_millis(5), max: Duration::from_millis(50), ..RetryPolicy::default() };
+        let client = ClaudeClient::builder()
+            .base_url(emulator.base_url())
+            .api_key("test-key")
+            .retry(quick)
+            .build()
+            .expect("client");
+        let (agent_id, environment_id) = emulator.seed_agent();
+        let options = SessionOptions::new().agent_id(agent_id).environment_id(environment_id);
+        let log = emulator.log();
+        Harness::new(Arc::new(ClaudeManagedAgents::new(client)), options, log).keep_alive(emulator)
+    }
+}

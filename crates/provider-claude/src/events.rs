@@ -1,0 +1,251 @@
+//! The Managed Agents event vocabulary: building the events we send, interpreting the ones we receive.
+
+use managed_agents_core::{Error, Event, Outcome, Terminal, ToolResult, ToolUse, TurnInput, TurnResult, Usage};
+use serde_json::{Value, json};
+
+/// `session.status_idle`: the agent stopped; `stop_reason` says why.
+pub const STATUS_IDLE: &str = "session.status_idle";
+/// `session.status_terminated`: the session ended for good.
+pub const STATUS_TERMINATED: &str = "session.status_terminated";
+/// `agent.custom_tool_use`: a call of one of the user's tools.
+pub const CUSTOM_TOOL_USE: &str = "agent.custom_tool_use";
+/// `user.custom_tool_result`: the answer to a custom tool call (echoed into the history).
+pub const CUSTOM_TOOL_RESULT: &str = "user.custom_tool_result";
+
+/// `user.message` with one text block.
+pub fn user_message(text: &str) -> Value {
+    json!({"type": "user.message", "content": [{"type": "text", "text": text}]})
+}
+
+/// `user.custom_tool_result` answering `result.tool_use_id`.
+pub fn custom_tool_result(result: &ToolResult) -> Value {
+    json!({
+        "type": CUSTOM_TOOL_RESULT,
+        "custom_tool_use_id": result.tool_use_id,
+        "content": [{"type": "text", "text": result.text}],
+        "is_error": result.is_error,
+    })
+}
+
+/// `user.define_outcome`.
+pub fn define_outcome(outcome: &Outcome) -> Value {
+    let mut event = json!({
+        "type": "user.define_outcome",
+        "description": outcome.description,
+        "rubric": {"type": "text", "content": outcome.rubric},
+    });
+    if let Some(max) = outcome.max_iterations {
+        event["max_iterations"] = json!(max);
+    }
+    event
+}
+
+/// `user.tool_confirmation` allowing or denying a built-in or MCP tool call (send it with
+/// `SessionHandle::send_event`).
+pub fn tool_confirmation(tool_use_id: &str, allow: bool, deny_message: Option<&str>) -> Value {
+    let mut event = json!({"type": "user.tool_confirmation", "tool_use_id": tool_use_id, "result": if allow { "allow" } else { "deny" }});
+    if let Some(message) = deny_message {
+        event["deny_message"] = json!(message);
+    }
+    event
+}
+
+/// The events an input posts.
+pub fn input_events(input: TurnInput) -> Result<Vec<Value>, Error> {
+    Ok(match input {
+        TurnInput::Kickoff { outcome: Some(outcome), .. } => vec![define_outcome(&outcome)],
+        TurnInput::Kickoff { prompt, .. } => vec![user_message(&prompt)],
+        TurnInput::Message { text } => vec![user_message(&text)],
+        TurnInput::ToolResults { results, .. } => results.iter().map(custom_tool_result).collect(),
+        TurnInput::Event(event) => vec![event.to_value()],
+        TurnInput::Interrupt => vec![json!({"type": "user.interrupt"})],
+        _ => return Err(Error::Unsupported { operation: "this input", provider: "claude".into() }),
+    })
+}
+
+/// A turn ends at `session.status_idle` or `session.status_terminated`. (`session.error` is not a boundary: a
+/// `retrying` error is followed by more work, an `exhausted` one by an idle, a `terminal` one by
+/// `session.status_terminated`.)
+pub fn is_turn_boundary(event: &Event) -> bool {
+    matches!(event.kind(), Some(STATUS_IDLE | STATUS_TERMINATED | "session.deleted"))
+}
+
+/// The text blocks of an `agent.message`, concatenated.
+pub fn text_delta(event: &Event) -> Option<String> {
+    if event.kind() != Some("agent.message") {
+        return None;
+    }
+    let blocks = event.get("content")?.as_array()?;
+    Some(
+        blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text")?.as_str())
+            .collect(),
+    )
+}
+
+fn as_tool_use(event: &Event) -> Option<ToolUse> {
+    Some(ToolUse::new(event.id()?, event.str_field("name")?, event.get("input").cloned().unwrap_or_else(|| json!({}))))
+}
+
+fn event_ids(stop_reason: &Value) -> Vec<&str> {
+    stop_reason
+        .get("event_ids")
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Resolves `ids` against the custom tool uses of `events`, in the order of `ids`.
+fn resolve(ids: &[&str], events: &[Event]) -> Vec<ToolUse> {
+    ids.iter()
+        .filter_map(|id| events.iter().find(|e| e.kind() == Some(CUSTOM_TOOL_USE) && e.id() == Some(id)))
+        .filter_map(as_tool_use)
+        .collect()
+}
+
+fn terminal_of(stop_reason: Option<&Value>) -> Terminal {
+    match stop_reason.and_then(|s| s.get("type")).and_then(Value::as_str) {
+        Some("end_turn" | "satisfied" | "max_iterations_reached") => Terminal::EndTurn,
+        Some("requires_action") => Terminal::RequiresAction,
+        _ => Terminal::Terminated,
+    }
+}
+
+/// Folds one turn's events (C-13): the latest idle or terminated status decides the terminal; the tool calls
+/// are the idle's `event_ids` found among the batch's custom tool uses; text from `agent.message`s; server tool
+/// calls observed; usage summed over `span.model_request_end`.
+pub fn normalize(events: &[Event]) -> TurnResult {
+    let status = events.iter().rev().find(|e| matches!(e.kind(), Some(STATUS_IDLE | STATUS_TERMINATED)));
+    let stop_reason = status.filter(|s| s.kind() == Some(STATUS_IDLE)).and_then(|s| s.get("stop_reason"));
+    let terminal = match status.and_then(Event::kind) {
+        Some(STATUS_IDLE) => terminal_of(stop_reason),
+        _ => Terminal::Terminated,
+    };
+    let mut turn = TurnResult::new(terminal);
+    turn.stop_reason = stop_reason.cloned().filter(|v| !v.is_null());
+    if terminal == Terminal::RequiresAction
+        && let Some(stop) = stop_reason
+    {
+        turn.custom_tool_uses = resolve(&event_ids(stop), events);
+    }
+    let texts: Vec<String> = events.iter().filter_map(text_delta).filter(|t| !t.is_empty()).collect();
+    turn.text = texts.join("\n");
+    turn.server_tool_uses = events
+        .iter()
+        .filter(|e| matches!(e.kind(), Some("agent.tool_use" | "agent.mcp_tool_use")))
+        .filter_map(as_tool_use)
+        .collect();
+    for span in events.iter().filter(|e| e.kind() == Some("span.model_request_end")) {
+        let Some(raw) = span.get("model_usage").or_else(|| span.get("usage")) else { continue };
+        let field = |name: &str| raw.get(name).and_then(Value::as_u64).unwrap_or(0);
+        let mut usage = Usage::new(field("input_tokens"), field("output_tokens"));
+        usage.cache_read_input_tokens = field("cache_read_input_tokens");
+        usage.cache_creation_input_tokens = field("cache_creation_input_tokens");
+        usage.raw.push(raw.clone());
+        turn.usage.get_or_insert_with(Usage::default).add(&usage);
+    }
+    turn.events = events.to_vec();
+    turn
+}
+
+/// The custom tool calls the latest `requires_action` idle in `events` waits on (C-15).
+pub fn pending_tool_uses(events: &[Event]) -> Vec<ToolUse> {
+    let Some(idle) = events.iter().rev().find(|e| e.kind() == Some(STATUS_IDLE)) else { return Vec::new() };
+    match idle.get("stop_reason") {
+        Some(stop) if terminal_of(Some(stop)) == Terminal::RequiresAction => resolve(&event_ids(stop), events),
+        _ => Vec::new(),
+    }
+}
+
+/// Custom tool calls in `history` that no `user.custom_tool_result` answers (C-14).
+pub fn unanswered_tool_uses(history: &[Event]) -> Vec<ToolUse> {
+    let answered: Vec<&str> = history
+        .iter()
+        .filter(|e| e.kind() == Some(CUSTOM_TOOL_RESULT))
+        .filter_map(|e| e.str_field("custom_tool_use_id"))
+        .collect();
+    history
+        .iter()
+        .filter(|e| e.kind() == Some(CUSTOM_TOOL_USE) && e.id().is_some_and(|id| !answered.contains(&id)))
+        .filter_map(as_tool_use)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(value: Value) -> Event {
+        Event::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn normalizes_a_requires_action_turn() {
+        let events = vec![
+            event(json!({"type": "agent.message", "id": "e1", "content": [{"type": "text", "text": "Checking."}]})),
+            event(json!({"type": "agent.custom_tool_use", "id": "t2", "name": "b", "input": {"y": 2}})),
+            event(json!({"type": "agent.custom_tool_use", "id": "t1", "name": "a"})),
+            event(json!({"type": "agent.tool_use", "id": "s1", "name": "bash", "input": {"command": "ls"}})),
+            event(
+                json!({"type": "span.model_request_end", "id": "e3", "model_usage": {"input_tokens": 10, "output_tokens": 3, "cache_read_input_tokens": 4}}),
+            ),
+            event(
+                json!({"type": "span.model_request_end", "id": "e4", "model_usage": {"input_tokens": 1, "output_tokens": 1}}),
+            ),
+            event(
+                json!({"type": "session.status_idle", "id": "e5", "stop_reason": {"type": "requires_action", "event_ids": ["t1", "t2", "gone"]}}),
+            ),
+        ];
+        let turn = normalize(&events);
+        assert_eq!(turn.terminal, Terminal::RequiresAction);
+        assert_eq!(turn.custom_tool_uses.iter().map(|u| u.id.as_str()).collect::<Vec<_>>(), ["t1", "t2"]);
+        assert_eq!(turn.custom_tool_uses[0].input, json!({}));
+        assert_eq!(turn.server_tool_uses[0].name, "bash");
+        let usage = turn.usage.unwrap();
+        assert_eq!((usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens), (11, 4, 4));
+        assert_eq!(usage.raw.len(), 2);
+        assert_eq!(turn.text, "Checking.");
+        assert_eq!(pending_tool_uses(&events).len(), 2);
+    }
+
+    #[test]
+    fn maps_stop_reasons() {
+        let idle = |reason: Value| normalize(&[event(json!({"type": STATUS_IDLE, "stop_reason": reason}))]).terminal;
+        assert_eq!(idle(json!({"type": "end_turn"})), Terminal::EndTurn);
+        assert_eq!(idle(json!({"type": "retries_exhausted"})), Terminal::Terminated);
+        assert_eq!(idle(json!({"type": "budget_reached"})), Terminal::Terminated);
+        assert_eq!(idle(Value::Null), Terminal::Terminated);
+        assert_eq!(normalize(&[event(json!({"type": STATUS_TERMINATED}))]).terminal, Terminal::Terminated);
+        assert_eq!(normalize(&[]).terminal, Terminal::Terminated);
+    }
+
+    #[test]
+    fn finds_unanswered_calls_in_history() {
+        let history = vec![
+            event(json!({"type": CUSTOM_TOOL_USE, "id": "t1", "name": "a"})),
+            event(json!({"type": CUSTOM_TOOL_USE, "id": "t2", "name": "b"})),
+            event(json!({"type": CUSTOM_TOOL_RESULT, "id": "e9", "custom_tool_use_id": "t1"})),
+        ];
+        assert_eq!(unanswered_tool_uses(&history).iter().map(|u| u.id.as_str()).collect::<Vec<_>>(), ["t2"]);
+    }
+
+    #[test]
+    fn builds_outbound_events() {
+        let results = input_events(TurnInput::ToolResults {
+            tool_uses: vec![],
+            results: vec![ToolResult::ok("t1", "42"), ToolResult::error("t2", "no")],
+        })
+        .unwrap();
+        assert_eq!(
+            results[1],
+            json!({"type": "user.custom_tool_result", "custom_tool_use_id": "t2", "content": [{"type": "text", "text": "no"}], "is_error": true})
+        );
+        let outcome = Outcome::new("d", "r").unwrap().with_max_iterations(3).unwrap();
+        let kickoff = input_events(TurnInput::Kickoff { prompt: "p".into(), outcome: Some(outcome) }).unwrap();
+        assert_eq!(kickoff[0]["rubric"], json!({"type": "text", "content": "r"}));
+        assert_eq!(kickoff[0]["max_iterations"], 3);
+        assert_eq!(tool_confirmation("x", false, Some("no"))["result"], "deny");
+    }
+}
