@@ -129,6 +129,13 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
+    /// No response (head) arrived in time. Not retried: the server may still be working on the request.
+    #[error("no response within {after:?}")]
+    ResponseTimeout {
+        /// The configured limit.
+        after: Duration,
+    },
+
     /// A stream went silent for longer than its idle timeout.
     #[error("stream idle for more than {idle:?}")]
     StreamIdleTimeout {

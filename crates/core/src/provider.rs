@@ -187,7 +187,8 @@ impl Reconnected {
 /// Where a request/response connection reports events while a turn is still running.
 ///
 /// Events reported here reach the handler at once; the turn's returned events are then not forwarded a second
-/// time. The returned events must still contain every event of the turn (they are the record).
+/// time. The returned events must still contain every event of the turn (they are the record), with the events
+/// reported live among them in the order they were reported.
 #[derive(Debug, Clone)]
 pub struct LiveEvents(Option<mpsc::UnboundedSender<Event>>);
 

@@ -53,14 +53,22 @@ impl ChunkAssembler {
     fn push_fragment(&mut self, fragment: &Value) {
         let id = fragment.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         let index = fragment.get("index").and_then(Value::as_u64);
+        let names_a_call = fragment.pointer("/function/name").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+        // An index that disagrees with the slot's own means another call, even under a reused id.
+        let same_index = |call: &PartialCall| index.is_none() || call.index.is_none() || call.index == index;
         let slot = match (id, index) {
-            (Some(id), _) if self.calls.iter().any(|c| c.id.as_deref() == Some(id)) => {
-                self.calls.iter().position(|c| c.id.as_deref() == Some(id))
+            (Some(id), _) if self.calls.iter().any(|c| c.id.as_deref() == Some(id) && same_index(c)) => {
+                self.calls.iter().rposition(|c| c.id.as_deref() == Some(id) && same_index(c))
             }
             (Some(_), Some(index)) => self.calls.iter().position(|c| c.index == Some(index) && c.id.is_none()),
             (Some(_), None) => None,
             (None, Some(index)) => self.calls.iter().rposition(|c| c.index == Some(index)),
-            (None, None) => self.calls.len().checked_sub(1),
+            // Neither: a fragment continues the latest call, unless it names a tool and that call has a name.
+            (None, None) => match self.calls.last() {
+                Some(last) if names_a_call && !last.name.is_empty() => None,
+                Some(_) => Some(self.calls.len() - 1),
+                None => None,
+            },
         };
         let slot = match slot {
             Some(slot) => slot,
@@ -86,6 +94,11 @@ impl ChunkAssembler {
                 _ => {}
             }
         }
+    }
+
+    /// Whether a finish reason arrived (a stream that ends without one, and without `[DONE]`, was cut short).
+    pub fn finished(&self) -> bool {
+        self.finish_reason.is_some()
     }
 
     /// The assembled assistant message, the finish reason and the usage. Calls without an id get
@@ -166,6 +179,18 @@ mod tests {
         ]);
         assert_eq!(message["tool_calls"][0]["id"], "call_0");
         assert_eq!(message["tool_calls"][0]["function"]["arguments"], "{\"z\":3}");
+        // No id, no index, but each fragment a whole call: separate calls.
+        let message = assemble(&[
+            delta(json!({"tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]})),
+            delta(json!({"tool_calls": [{"function": {"name": "g", "arguments": "{}"}}]})),
+        ]);
+        assert_eq!(message["tool_calls"].as_array().unwrap().len(), 2);
+        // One id reused across indexes: still two calls.
+        let message = assemble(&[
+            delta(json!({"tool_calls": [{"index": 0, "id": "same", "function": {"name": "f", "arguments": "{}"}}]})),
+            delta(json!({"tool_calls": [{"index": 1, "id": "same", "function": {"name": "g", "arguments": "{}"}}]})),
+        ]);
+        assert_eq!(message["tool_calls"][1]["function"]["name"], "g");
     }
 
     #[test]

@@ -101,7 +101,10 @@ impl HttpChat {
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream");
         if let Some(key) = &self.config.api_key {
-            builder = builder.header("authorization", format!("Bearer {}", key.expose()));
+            let mut value = HeaderValue::try_from(format!("Bearer {}", key.expose()))
+                .map_err(|_| Error::invalid_option("api_key", "not a valid header value"))?;
+            value.set_sensitive(true);
+            builder = builder.header("authorization", value);
         }
         for (name, value) in &self.config.headers {
             let name = HeaderName::try_from(name.as_str())
@@ -121,9 +124,11 @@ impl HttpChat {
         let mut body = SseBody::new(response, self.config.idle_timeout);
         let mut assembler = ChunkAssembler::new();
         let mut events = Vec::new();
+        let mut done = false;
         while let Some(frame) = body.next().await? {
             let data = frame.data.trim();
             if data == "[DONE]" {
+                done = true;
                 break;
             }
             let chunk: Value = serde_json::from_str(data)
@@ -135,6 +140,12 @@ impl HttpChat {
             let event = wire::event(wire::CHUNK, json!({ "chunk": chunk }));
             live.emit(event.clone());
             events.push(event);
+        }
+        if !done && !assembler.finished() {
+            return Err(Error::Transport {
+                message: "the chat stream ended before the response was complete (no finish reason, no [DONE])".into(),
+                source: None,
+            });
         }
         let (message, finish_reason, usage) = assembler.finish();
         Ok(ChatResponse { message, finish_reason, usage, events, raw: None })

@@ -105,6 +105,10 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         Ok(body) => body,
         Err(error) => return error_response(StatusCode::BAD_REQUEST, &format!("invalid JSON: {error}")),
     };
+    if let Err(problem) = validate_messages(&body) {
+        lock(&state).requests.push(body);
+        return error_response(StatusCode::BAD_REQUEST, &problem);
+    }
     let turn = {
         let mut state = lock(&state);
         state.requests.push(body.clone());
@@ -193,7 +197,11 @@ pub fn chunks(turn: &ScriptTurn, id: &str, model: &Value, include_usage: bool) -
     out.extend(turn.text.iter().map(|text| delta(json!({"content": text}))));
     for (index, call) in turn.tool_calls.iter().enumerate() {
         let arguments = call.input.to_string();
-        let (first, second) = arguments.split_at(arguments.len() / 2);
+        let mut middle = arguments.len() / 2;
+        while !arguments.is_char_boundary(middle) {
+            middle -= 1;
+        }
+        let (first, second) = arguments.split_at(middle);
         out.push(delta(json!({"tool_calls": [{"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]})));
         out.push(delta(json!({"tool_calls": [{"index": index, "function": {"arguments": first}}]})));
         out.push(delta(json!({"tool_calls": [{"index": index, "function": {"arguments": second}}]})));
@@ -242,6 +250,43 @@ fn streamed(
     let mut response = Response::new(body);
     response.headers_mut().insert("content-type", "text/event-stream".parse().expect("static header value"));
     response
+}
+
+/// Rejects conversations a strict server (OpenAI) rejects: a tool call left unanswered before the next
+/// non-tool message, a tool message answering no call, arguments that are not a string, a `null` content
+/// without tool calls.
+pub fn validate_messages(body: &Value) -> Result<(), String> {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return Err("messages: field required".into());
+    };
+    let mut open: Vec<&str> = Vec::new();
+    for (n, message) in messages.iter().enumerate() {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or_default();
+        if role == "tool" {
+            let id = message.get("tool_call_id").and_then(Value::as_str).unwrap_or_default();
+            let Some(position) = open.iter().position(|open_id| *open_id == id) else {
+                return Err(format!("messages[{n}]: a tool message answers `{id}`, which no pending call has"));
+            };
+            open.remove(position);
+            continue;
+        }
+        if !open.is_empty() {
+            return Err(format!("messages[{n}]: tool calls {open:?} must be answered before a {role} message"));
+        }
+        if role == "assistant" {
+            let calls = message.get("tool_calls").and_then(Value::as_array);
+            if message.get("content").is_none_or(Value::is_null) && calls.is_none_or(|c| c.is_empty()) {
+                return Err(format!("messages[{n}]: an assistant message needs content or tool calls"));
+            }
+            for call in calls.into_iter().flatten() {
+                if !call.pointer("/function/arguments").is_some_and(Value::is_string) {
+                    return Err(format!("messages[{n}]: function arguments must be a JSON string"));
+                }
+                open.push(call.get("id").and_then(Value::as_str).unwrap_or_default());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Decodes what a chat request adds to the conversation: the tool results after the last assistant message,

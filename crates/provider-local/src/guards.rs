@@ -33,7 +33,7 @@ impl Default for GuardSettings {
 #[derive(Debug, Default)]
 pub(crate) struct GuardState {
     pub(crate) polls: u32,
-    seen_calls: HashSet<(String, String)>,
+    succeeded: HashSet<(String, String)>,
     error_streaks: HashMap<String, u32>,
     final_turn_sent: bool,
 }
@@ -44,13 +44,13 @@ impl GuardState {
         *self = Self::default();
     }
 
-    /// The calls of `uses` that repeat an earlier call of this request (or of the same response), by name and
-    /// arguments; the others are remembered.
-    pub(crate) fn duplicates(&mut self, settings: &GuardSettings, uses: &[ToolUse]) -> Vec<ToolUse> {
+    /// The calls of `uses` that repeat a call that already succeeded in this request, by name and arguments
+    /// (a call that failed may be tried again).
+    pub(crate) fn duplicates(&self, settings: &GuardSettings, uses: &[ToolUse]) -> Vec<ToolUse> {
         if !settings.dedupe {
             return Vec::new();
         }
-        uses.iter().filter(|u| !self.seen_calls.insert((u.name.clone(), u.input.to_string()))).cloned().collect()
+        uses.iter().filter(|u| self.succeeded.contains(&(u.name.clone(), u.input.to_string()))).cloned().collect()
     }
 
     /// Updates the error streaks with a batch of results; returns a corrective directive when a tool failed
@@ -66,6 +66,7 @@ impl GuardState {
             let streak = self.error_streaks.entry(tool_use.name.clone()).or_insert(0);
             if !result.is_error {
                 *streak = 0;
+                self.succeeded.insert((tool_use.name.clone(), tool_use.input.to_string()));
                 continue;
             }
             *streak += 1;
@@ -104,13 +105,21 @@ mod tests {
         let mut state = GuardState::default();
         let a = ToolUse::new("1", "f", json!({"x": 1}));
         let b = ToolUse::new("2", "f", json!({"x": 2}));
-        assert!(state.duplicates(&settings, &[a.clone(), b]).is_empty());
+        assert!(state.duplicates(&settings, &[a.clone(), b.clone()]).is_empty());
+        state.after_results(
+            &settings,
+            &[a.clone(), b.clone()],
+            &[ToolResult::ok("1", ""), ToolResult::error("2", "x")],
+        );
         let again = ToolUse::new("3", "f", json!({"x": 1}));
         assert_eq!(state.duplicates(&settings, std::slice::from_ref(&again)), vec![again.clone()]);
+        let retry_of_failure = ToolUse::new("4", "f", json!({"x": 2}));
+        assert!(state.duplicates(&settings, &[retry_of_failure]).is_empty(), "a failed call may be tried again");
         state.reset();
-        assert!(state.duplicates(&settings, &[again]).is_empty(), "a new request starts afresh");
-        let off = GuardSettings { dedupe: false, ..settings };
-        assert!(state.duplicates(&off, &[a.clone(), a]).is_empty());
+        assert!(state.duplicates(&settings, std::slice::from_ref(&again)).is_empty(), "a new request starts afresh");
+        let off = GuardSettings { dedupe: false, ..settings.clone() };
+        state.after_results(&off, std::slice::from_ref(&a), &[ToolResult::ok("1", "")]);
+        assert!(state.duplicates(&off, &[a]).is_empty());
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub struct Local {
 }
 
 struct Settings {
+    custom_chat: bool,
     http: HttpChatConfig,
     model: String,
     system_prompt: Option<String>,
@@ -148,7 +149,8 @@ impl LocalBuilder {
         self
     }
 
-    /// The limit for a response head (and a whole non-streamed response); default 120 s.
+    /// The limit for a response head (and a whole non-streamed response, which arrives only once the model is
+    /// done); default 600 s. A request that hits it is not retried (the server may still be generating).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = Some(timeout);
         self
@@ -189,16 +191,18 @@ impl LocalBuilder {
             base_url: self.base_url.or_else(|| env("OPENAI_BASE_URL")).unwrap_or_else(|| DEFAULT_BASE_URL.into()),
             api_key: self.api_key.or_else(|| env("OPENAI_API_KEY").map(Secret::new)),
             headers: self.headers,
-            request_timeout: self.request_timeout.unwrap_or(Duration::from_secs(120)),
+            request_timeout: self.request_timeout.unwrap_or(Duration::from_secs(600)),
             idle_timeout: self.idle_timeout.unwrap_or(Duration::from_secs(300)),
             retry: self.retry.unwrap_or_default(),
         };
+        let custom_chat = self.chat.is_some();
         let chat: Arc<dyn ChatBackend> = match self.chat {
             Some(chat) => chat,
             None => Arc::new(HttpChat::new(http.clone())?),
         };
         let tools = self.tools.iter().map(openai_tool).collect();
         let settings = Settings {
+            custom_chat,
             http,
             model,
             system_prompt: self.system_prompt,
@@ -230,6 +234,12 @@ impl Provider for Local {
         let settings = &self.settings;
         let chat = match (request.str_option("base_url"), request.str_option("api_key")) {
             (None, None) => Arc::clone(&self.chat),
+            _ if settings.custom_chat => {
+                return Err(Error::invalid_option(
+                    "base_url",
+                    "a per-run base_url or api_key applies to the built-in HTTP client, not to a custom chat backend",
+                ));
+            }
             (base_url, api_key) => {
                 let mut http = settings.http.clone();
                 if let Some(base_url) = base_url {
@@ -300,6 +310,7 @@ impl LocalConnection {
         match input {
             TurnInput::Kickoff { prompt: text, .. } | TurnInput::Message { text } => {
                 self.guards.reset();
+                close_open_calls(&mut self.history);
                 self.history.push(json!({"role": "user", "content": text}));
                 Ok(Vec::new())
             }
@@ -319,6 +330,7 @@ impl LocalConnection {
     }
 
     fn directive(&mut self, role: &str, text: String) -> Event {
+        close_open_calls(&mut self.history);
         self.history.push(json!({"role": "user", "content": text}));
         wire::event(wire::DIRECTIVE, json!({"role": role, "text": text}))
     }
@@ -343,7 +355,9 @@ impl Connection for LocalConnection {
 impl RequestResponseConnection for LocalConnection {
     async fn poll_turn(&mut self, input: TurnInput, live: LiveEvents) -> Result<Vec<Event>, Error> {
         let mut events = self.apply(input)?;
+        let mut asks = 0;
         loop {
+            asks += 1;
             if let Some(text) = self.guards.final_turn(&self.settings.guards) {
                 events.push(self.directive("final_turn", text));
             }
@@ -357,18 +371,19 @@ impl RequestResponseConnection for LocalConnection {
             let response = self.chat.complete(request, &live).await?;
             let streamed = !response.events.is_empty();
             events.extend(response.events);
-            self.history.push(response.message.clone());
+            let message = wire::clean_message(&response.message, &format!("call_{}", self.guards.polls));
+            self.history.push(message.clone());
             events.push(wire::event(
                 wire::MODEL_RESPONSE,
                 json!({
-                    "message": response.message,
+                    "message": message,
                     "finish_reason": response.finish_reason,
                     "usage": response.usage,
                     "streamed": streamed,
                     "response": response.raw,
                 }),
             ));
-            let calls = wire::tool_uses(&response.message);
+            let calls = wire::tool_uses(&message);
             let duplicates = self.guards.duplicates(&self.settings.guards, &calls);
             for duplicate in &duplicates {
                 self.history.push(duplicate_answer(duplicate));
@@ -377,13 +392,39 @@ impl RequestResponseConnection for LocalConnection {
                     json!({"tool_call": {"id": duplicate.id, "name": duplicate.name, "input": duplicate.input}}),
                 ));
             }
-            // Only repeats: they are answered in the history, so ask the model again (upstream ended the run with
-            // an unresolved requires_action here).
+            // Only repeats: they are answered in the history, so ask the model again, a bounded number of times
+            // (upstream ended the run with an unresolved requires_action here). The session's own limits see one
+            // turn; past the bound the turn ends (terminated) instead of looping.
             let only_repeats = !calls.is_empty() && duplicates.len() == calls.len();
-            if !only_repeats || self.guards.polls >= self.settings.guards.max_turns {
+            if !only_repeats || asks > MAX_REASKS || self.guards.polls >= self.settings.guards.max_turns {
                 return Ok(events);
             }
         }
+    }
+}
+
+/// How many times one poll asks the model again after a response made only of repeated calls.
+const MAX_REASKS: u32 = 2;
+
+/// Answers every call of the last assistant message that has no tool message yet, so the history stays valid for
+/// strict servers when a request ended between a call and its result (max turns, guard, timeout, failure).
+fn close_open_calls(history: &mut Vec<Value>) {
+    let Some(last_assistant) = history.iter().rposition(|m| m["role"] == "assistant") else { return };
+    let answered: Vec<Value> = history[last_assistant + 1..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].clone())
+        .collect();
+    let open: Vec<Value> = history[last_assistant]["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|call| call["id"].clone())
+        .filter(|id| !answered.contains(id))
+        .collect();
+    for id in open {
+        let content = json!({"error": "not run: the request ended before this call was answered", "isError": true});
+        history.push(json!({"role": "tool", "tool_call_id": id, "content": content.to_string()}));
     }
 }
 

@@ -28,6 +28,40 @@ pub(crate) fn event(kind: &str, fields: Value) -> Event {
     Event::new(object)
 }
 
+/// The assistant message as it goes into the history: role, content (`""` rather than `null` when there are no
+/// tool calls), and tool calls with an id (synthesised as `<id_prefix>_<n>` when missing), `type` and string
+/// arguments. Other fields a server adds (reasoning, refusals …) stay in the raw events only, since strict servers
+/// reject them on the way back.
+pub fn clean_message(message: &Value, id_prefix: &str) -> Value {
+    let content = message.get("content").and_then(Value::as_str).map(str::to_string);
+    let calls: Vec<Value> = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(n, call)| {
+            let id = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+            let function = call.get("function").cloned().unwrap_or_default();
+            let arguments = match function.get("arguments") {
+                Some(Value::String(raw)) => raw.clone(),
+                Some(other @ Value::Object(_)) => other.to_string(),
+                _ => "{}".to_string(),
+            };
+            json!({
+                "id": id.map_or_else(|| format!("{id_prefix}_{n}"), str::to_string),
+                "type": "function",
+                "function": {"name": function.get("name").and_then(Value::as_str).unwrap_or_default(), "arguments": arguments},
+            })
+        })
+        .collect();
+    if calls.is_empty() {
+        json!({"role": "assistant", "content": content.unwrap_or_default()})
+    } else {
+        json!({"role": "assistant", "content": content, "tool_calls": calls})
+    }
+}
+
 /// The tool calls of an assistant message, as [`ToolUse`]s. Arguments that are not valid JSON are kept as the
 /// raw string.
 pub fn tool_uses(message: &Value) -> Vec<ToolUse> {
@@ -52,7 +86,10 @@ pub fn tool_uses(message: &Value) -> Vec<ToolUse> {
 
 /// The usage object of a chat completion, normalised: `input_tokens` counts uncached prompt tokens.
 pub fn usage(raw: &Value) -> Option<Usage> {
-    let prompt = raw.get("prompt_tokens")?.as_u64()?;
+    if !raw.is_object() {
+        return None;
+    }
+    let prompt = raw.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
     let completion = raw.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0);
     let cached = raw.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64).unwrap_or(0).min(prompt);
     let mut usage = Usage::new(prompt - cached, completion);
@@ -70,7 +107,9 @@ pub fn normalize(events: &[Event]) -> TurnResult {
         turn.events = events.to_vec();
         return turn;
     };
-    let duplicates: Vec<&str> = events
+    // Only the repeats of the last response matter (ids may recur across the responses of one poll).
+    let last_index = events.iter().rposition(|e| e.kind() == Some(MODEL_RESPONSE)).unwrap_or(0);
+    let duplicates: Vec<&str> = events[last_index..]
         .iter()
         .filter(|e| e.kind() == Some(DUPLICATE_TOOL_CALL))
         .filter_map(|e| e.get("tool_call")?.get("id")?.as_str())
@@ -82,9 +121,9 @@ pub fn normalize(events: &[Event]) -> TurnResult {
     let terminal = if !calls.is_empty() {
         Terminal::RequiresAction
     } else {
+        // `tool_calls` with nothing left to run (only repeats, answered from the history) ends the turn too.
         match finish_reason {
             None | Some("stop") => Terminal::EndTurn,
-            Some("tool_calls") if !tool_uses(&message).is_empty() => Terminal::RequiresAction,
             Some(_) => Terminal::Terminated,
         }
     };
@@ -129,6 +168,11 @@ mod tests {
         assert_eq!(normalize(&[response(text.clone(), "stop")]).terminal, Terminal::EndTurn);
         assert_eq!(normalize(&[response(text.clone(), "length")]).terminal, Terminal::Terminated);
         assert_eq!(normalize(&[response(text, "tool_calls")]).terminal, Terminal::Terminated, "no call to run");
+        let repeat = event(DUPLICATE_TOOL_CALL, json!({"tool_call": {"id": "a"}}));
+        let only_repeats = normalize(&[response(call.clone(), "tool_calls"), repeat.clone()]);
+        assert_eq!(only_repeats.terminal, Terminal::Terminated, "never requires_action with nothing to run");
+        let reused = normalize(&[response(call.clone(), "tool_calls"), repeat, response(call.clone(), "tool_calls")]);
+        assert_eq!(reused.custom_tool_uses.len(), 1, "a repeat of an earlier response does not hide a new call");
         assert_eq!(normalize(&[]).terminal, Terminal::Terminated);
         let turn = normalize(&[response(call, "tool_calls")]);
         assert_eq!(turn.custom_tool_uses, vec![ToolUse::new("a", "f", json!({"x": 1}))]);
@@ -140,7 +184,8 @@ mod tests {
         let usage = usage(&raw).unwrap();
         assert_eq!((usage.input_tokens, usage.cache_read_input_tokens, usage.output_tokens), (40, 60, 7));
         assert_eq!(usage.raw, vec![raw]);
-        assert!(super::usage(&json!({"completion_tokens": 1})).is_none());
+        assert_eq!(super::usage(&json!({"completion_tokens": 1})).unwrap().output_tokens, 1, "missing fields are 0");
+        assert!(super::usage(&Value::Null).is_none());
     }
 
     #[test]

@@ -271,3 +271,62 @@ fn a_completion_without_a_message_is_malformed_and_keeps_the_body() {
     let Error::Malformed { raw, .. } = error else { panic!("{error:?}") };
     assert!(raw.contains("choices"));
 }
+
+#[tokio::test]
+async fn a_request_that_ends_between_call_and_result_leaves_a_valid_history() {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("c1", "step", json!({"n": 1})))
+        .turn(ScriptTurn::tool_call("c2", "step", json!({"n": 2})))
+        .turn(ScriptTurn::text("fresh start"));
+    let emulator = ChatEmulator::start(script).await.unwrap();
+    let provider = std::sync::Arc::new(provider(&emulator).build().unwrap());
+    let mut session = Session::start(provider, EchoTools, options().max_turns(1)).await.unwrap();
+    let error = session.next_result().await.unwrap_err();
+    assert!(matches!(error, Error::MaxTurnsExceeded { .. }), "{error:?}");
+    // call c2 was never answered; the next message must still make a conversation the server accepts.
+    session.message("start over").unwrap();
+    let result = session.next_result().await.unwrap();
+    assert_eq!(result.text, "fresh start");
+    let last = emulator.requests().last().cloned().unwrap();
+    managed_agents_local::emulator::validate_messages(&last).unwrap();
+    session.close().await;
+}
+
+/// Records every request it answers, answering from a queue.
+struct Recorded {
+    answers: std::sync::Mutex<Vec<Value>>,
+    seen: std::sync::Mutex<Vec<Value>>,
+}
+
+#[managed_agents_conformance::async_trait]
+impl managed_agents_local::ChatBackend for Recorded {
+    async fn complete(
+        &self,
+        request: managed_agents_local::ChatRequest,
+        _live: &managed_agents_core::LiveEvents,
+    ) -> Result<managed_agents_local::ChatResponse, Error> {
+        self.seen.lock().unwrap().push(json!({"messages": request.messages}));
+        managed_agents_local::parse_completion(self.answers.lock().unwrap().remove(0))
+    }
+}
+
+#[tokio::test]
+async fn calls_without_ids_and_with_extra_fields_go_back_clean() {
+    let answers = vec![
+        json!({"choices": [{"message": {"role": "assistant", "content": null, "reasoning_content": "hmm",
+            "tool_calls": [{"type": "function", "function": {"name": "echo", "arguments": {"x": 1}}}]},
+            "finish_reason": "tool_calls"}]}),
+        json!({"choices": [{"message": {"role": "assistant", "content": null}, "finish_reason": "stop"}]}),
+    ];
+    let backend = std::sync::Arc::new(Recorded { answers: std::sync::Mutex::new(answers), seen: Default::default() });
+    let provider = Local::builder().model("m").chat_backend(backend.clone()).build().unwrap();
+    let result = Session::run(&provider, EchoTools, options()).await.unwrap();
+    assert_eq!(result.text, "");
+    let second = backend.seen.lock().unwrap()[1].clone();
+    managed_agents_local::emulator::validate_messages(&second).unwrap();
+    let assistant = &second["messages"][1];
+    assert!(assistant.get("reasoning_content").is_none(), "{assistant}");
+    assert_eq!(assistant["tool_calls"][0]["function"]["arguments"], "{\"x\":1}");
+    let id = assistant["tool_calls"][0]["id"].as_str().unwrap();
+    assert_eq!(second["messages"][2]["tool_call_id"], id, "the synthesised id is answered");
+}

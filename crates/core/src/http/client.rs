@@ -103,7 +103,7 @@ impl HttpClient {
                 Err(Error::Connect { message: describe(&error), source: Some(Box::new(error)) })
             }
             Ok(Err(error)) => Err(Error::transport(describe(&error), error)),
-            Err(_) => Err(Error::Transport { message: format!("no response within {timeout:?}"), source: None }),
+            Err(_) => Err(Error::ResponseTimeout { after: timeout }),
         }
     }
 
@@ -141,7 +141,7 @@ impl HttpClient {
                     (error, delay)
                 }
                 Err(error @ Error::Connect { .. }) => (error, None),
-                Err(error) if replay == Replay::Safe => (error, None),
+                Err(error @ Error::Transport { .. }) if replay == Replay::Safe => (error, None),
                 Err(error) => return Err(error),
             };
             if retry >= policy.max_retries {

@@ -53,16 +53,13 @@ impl RetryPolicy {
 /// `retry-after` is ignored (the computed backoff applies).
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
+    let seconds = |value: f64| Duration::try_from_secs_f64(value).ok();
+    if let Some(after) =
+        header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()).and_then(|ms| seconds(ms / 1000.0))
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(after);
     }
-    header("retry-after")
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    header("retry-after").and_then(|v| v.parse::<f64>().ok()).and_then(seconds)
 }
 
 /// The server's explicit verdict (`x-should-retry: true|false`), when it gives one.
@@ -100,6 +97,10 @@ mod tests {
         headers.insert("retry-after-ms", HeaderValue::from_static("nonsense"));
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
         headers.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
+        assert_eq!(retry_after(&headers), None);
+        headers.insert("retry-after", HeaderValue::from_static("1e300"));
+        assert_eq!(retry_after(&headers), None, "absurd values are ignored, not a panic");
+        headers.insert("retry-after", HeaderValue::from_static("-3"));
         assert_eq!(retry_after(&headers), None);
         headers.insert("x-should-retry", HeaderValue::from_static("false"));
         assert_eq!(should_retry_header(&headers), Some(false));

@@ -498,6 +498,7 @@ fn error_kind(error: &Error) -> &'static str {
         Error::TimedOut { .. } => "timeout",
         Error::Http { .. } => "http_error",
         Error::Connect { .. } | Error::Transport { .. } => "transport_error",
+        Error::ResponseTimeout { .. } => "response_timeout",
         Error::StreamIdleTimeout { .. } => "stream_idle_timeout",
         Error::StreamClosed => "stream_closed",
         Error::Malformed { .. } => "malformed",

@@ -358,14 +358,15 @@ impl Machine {
         if self.phase != Phase::InFlight {
             return;
         }
-        let mut live = std::mem::take(&mut self.live_events);
+        // Events reported live appear among the returned ones in the same order: skip them by walking both.
+        let live = std::mem::take(&mut self.live_events);
+        let mut next_live = live.iter().peekable();
         for event in &events {
             self.request.events.push(event.clone());
-            match live.iter().position(|sent| sent == event) {
-                Some(index) => {
-                    live.swap_remove(index);
-                }
-                None => out.push(Command::Forward(event.clone())),
+            if next_live.peek() == Some(&event) {
+                next_live.next();
+            } else {
+                out.push(Command::Forward(event.clone()));
             }
         }
         self.phase = Phase::AwaitNormalize;
