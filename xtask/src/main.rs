@@ -19,6 +19,12 @@ const CI: &[Step] = &[
         env: &[],
     },
     Step { what: "test", args: &["test", "--workspace", "--all-features"], env: &[] },
+    // The fuzz targets live outside the workspace (running them needs nightly); CI makes sure they build.
+    Step {
+        what: "fuzz targets build",
+        args: &["build", "--manifest-path", "fuzz/Cargo.toml"],
+        env: &[("CARGO_TARGET_DIR", "target")],
+    },
     Step {
         what: "docs",
         args: &["doc", "--workspace", "--all-features", "--no-deps"],
