@@ -1,10 +1,12 @@
 //! Cross-provider end to end: the same script and the same handler give the same result on every loop host.
 //!
-//! The loop hosts: the two in-memory reference providers and the Local provider through its emulator on
-//! loopback. Each provider crate adds its emulator-backed provider here as it lands.
+//! The loop hosts: the two in-memory reference providers, and the Local and Claude providers through their
+//! emulators on loopback. Each provider crate adds its emulator-backed provider here as it lands.
 
 use std::sync::Arc;
 
+use managed_agents_claude::emulator::ClaudeEmulator;
+use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
 use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{InputLog, Script, ScriptToolCall, ScriptTurn};
@@ -37,10 +39,9 @@ struct Observed {
     results_sent: Vec<ToolResult>,
 }
 
-async fn observe(provider: Arc<dyn Provider>, log: InputLog) -> Observed {
+async fn observe(provider: Arc<dyn Provider>, log: InputLog, options: SessionOptions) -> Observed {
     let (handler, seen) = recording(EchoTools);
-    let result: SessionResult =
-        Session::run(&*provider, handler, SessionOptions::new().prompt("go")).await.expect("run");
+    let result: SessionResult = Session::run(&*provider, handler, options.prompt("go")).await.expect("run");
     Observed {
         text: result.text,
         streamed: seen.streamed_text(),
@@ -59,11 +60,17 @@ async fn every_loop_host_gives_the_same_result() {
     let request_response_log = request_response.log();
     let emulator = ChatEmulator::start(script()).await.expect("emulator");
     let local = Local::builder().base_url(emulator.base_url()).model("emulated").build().expect("local");
-    let a = observe(Arc::new(streaming), streaming_log).await;
-    let b = observe(Arc::new(request_response), request_response_log).await;
-    let c = observe(Arc::new(local), emulator.log()).await;
+    let claude_emulator = ClaudeEmulator::start(script()).await.expect("emulator");
+    let client = ClaudeClient::builder().base_url(claude_emulator.base_url()).api_key("k").build().expect("client");
+    let (agent, environment) = claude_emulator.seed_agent();
+    let claude_options = SessionOptions::new().agent_id(agent).environment_id(environment);
+    let a = observe(Arc::new(streaming), streaming_log, SessionOptions::new()).await;
+    let b = observe(Arc::new(request_response), request_response_log, SessionOptions::new()).await;
+    let c = observe(Arc::new(local), emulator.log(), SessionOptions::new()).await;
+    let d = observe(Arc::new(ClaudeManagedAgents::new(client)), claude_emulator.log(), claude_options).await;
     assert_eq!(a, b);
     assert_eq!(a, c);
+    assert_eq!(a, d);
     assert_eq!(a.text, "Stored ab.");
     assert_eq!(a.turns, 3);
     assert_eq!(a.usage, (36, 9));

@@ -4,8 +4,8 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use managed_agents_core::{
-    Capabilities, Connection, Error, Event, OpenConnection, OpenRequest, Provider, Reconnected, StreamItem,
-    StreamingConnection, ToolUse, TurnInput, TurnResult,
+    AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, Networking, OpenConnection,
+    OpenRequest, Provider, Reconnected, StreamItem, StreamingConnection, ToolUse, TurnInput, TurnResult,
 };
 use serde_json::{Value, json};
 
@@ -82,9 +82,7 @@ impl Provider for ClaudeManagedAgents {
             body["metadata"] = metadata.clone();
         }
         let session = client.create_session(body).await?;
-        let Some(session_id) = session.get("id").and_then(Value::as_str).map(str::to_string) else {
-            return Err(Error::malformed("created session", "no `id`", session.to_string()));
-        };
+        let session_id = id_of(&session, "created session")?;
         let stream = EventStream::new(client.open_stream(&session_id).await?, client.stream_idle_timeout());
         Ok(OpenConnection::Streaming(Box::new(ClaudeConnection {
             client,
@@ -109,6 +107,68 @@ impl Provider for ClaudeManagedAgents {
     fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
         events::pending_tool_uses(events)
     }
+
+    /// Creates the agent (`name`, bare model id, `system`, custom tools) and its environment (the spec's name or
+    /// `<agent>_env`; its `config`, or cloud with the spec's networking). When the environment cannot be created
+    /// the agent is archived again.
+    async fn provision(&self, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
+        let model = spec
+            .model
+            .as_deref()
+            .map(|m| m.rsplit_once(':').map_or(m, |(_, bare)| bare))
+            .ok_or_else(|| Error::invalid_option("model", "the agent spec names no model"))?;
+        let tools: Vec<Value> = spec
+            .tools
+            .iter()
+            .map(|t| json!({"type": "custom", "name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .collect();
+        let mut body = json!({"name": spec.name, "model": model, "system": spec.system_prompt, "tools": tools});
+        if let Some(description) = &spec.description {
+            body["description"] = json!(description);
+        }
+        if !spec.metadata.is_empty() {
+            body["metadata"] = json!(spec.metadata);
+        }
+        let agent = self.client.create_agent(body).await?;
+        let agent_id = id_of(&agent, "created agent")?;
+        let environment = environment.cloned().unwrap_or_default();
+        let config = environment.config.clone().unwrap_or_else(|| {
+            let networking = match &environment.networking {
+                Networking::Unrestricted => json!({"type": "unrestricted"}),
+                Networking::Limited { allowed_hosts } => json!({"type": "limited", "allowed_hosts": allowed_hosts}),
+            };
+            json!({"type": "cloud", "networking": networking})
+        });
+        let name = environment.name.clone().unwrap_or_else(|| format!("{}_env", spec.name));
+        let created = match self.client.create_environment(json!({"name": name, "config": config})).await {
+            Ok(created) => created,
+            Err(error) => {
+                if let Err(rollback) = self.client.archive_agent(&agent_id).await {
+                    tracing::warn!(%rollback, agent_id, "could not archive the agent after the environment failed");
+                }
+                return Err(error);
+            }
+        };
+        Ok(AgentHandle { agent_id, environment_id: Some(id_of(&created, "created environment")?) })
+    }
+
+    /// Archives the agent and the environment (both are always attempted; the first failure is returned).
+    async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
+        let agent = self.client.archive_agent(&handle.agent_id).await.map(|_| ());
+        let environment = match &handle.environment_id {
+            Some(id) => self.client.archive_environment(id).await.map(|_| ()),
+            None => Ok(()),
+        };
+        agent.and(environment)
+    }
+}
+
+fn id_of(record: &Value, what: &'static str) -> Result<String, Error> {
+    record
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| Error::malformed(what, "no `id`", record.to_string()))
 }
 
 struct ClaudeConnection {

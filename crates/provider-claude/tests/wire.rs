@@ -270,3 +270,32 @@ async fn reattaching_recovers_an_unanswered_call_then_delivers_the_prompt() {
         .collect();
     assert_eq!(messages.last().unwrap()["content"][0]["text"], "and now?");
 }
+
+#[tokio::test]
+async fn provisioning_creates_agent_and_environment_and_teardown_archives_both() {
+    use managed_agents_core::{AgentSpec, Provider, ToolSchema};
+    let emulator = ClaudeEmulator::start(Script::new()).await.unwrap();
+    let provider = ClaudeManagedAgents::new(client(&emulator));
+    let spec = AgentSpec::new("demo", "be brief")
+        .model("anthropic:claude-sonnet-4-6")
+        .tool(ToolSchema::with_string_params("lookup", "Looks up", &["key"]));
+    let handle = provider.provision(&spec, None).await.unwrap();
+    let requests = emulator.requests();
+    assert_eq!(
+        requests[0].body,
+        json!({"name": "demo", "model": "claude-sonnet-4-6", "system": "be brief", "tools": [{"type": "custom",
+            "name": "lookup", "description": "Looks up", "input_schema": {"type": "object",
+            "properties": {"key": {"type": "string"}}, "required": ["key"]}}]}),
+        "the provider prefix is stripped from the model id"
+    );
+    assert_eq!(
+        requests[1].body,
+        json!({"name": "demo_env", "config": {"type": "cloud", "networking": {"type": "unrestricted"}}})
+    );
+    provider.teardown(&handle).await.unwrap();
+    let archived: Vec<String> =
+        emulator.requests().iter().filter(|r| r.path.ends_with("/archive")).map(|r| r.path.clone()).collect();
+    assert_eq!(archived.len(), 2, "{archived:?}");
+    let no_model = provider.provision(&AgentSpec::new("x", "y"), None).await.unwrap_err();
+    assert!(matches!(no_model, Error::InvalidOption { option: "model", .. }));
+}
