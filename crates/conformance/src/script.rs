@@ -175,4 +175,12 @@ pub enum Fault {
     },
     /// A malformed frame precedes the turn's events.
     MalformedFrame,
+    /// The turn's response carries an error the loop host raises mid-stream (e.g. an AgentCore exception frame)
+    /// instead of the turn.
+    StreamException {
+        /// The error's kind as the wire names it (e.g. `"validationException"`).
+        kind: String,
+        /// Its message.
+        message: String,
+    },
 }

@@ -129,7 +129,8 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
-    /// No response (head) arrived in time. Not retried: the server may still be working on the request.
+    /// No response (head) arrived in time. Retrying could help, but the server may still be working on the
+    /// request: the HTTP client repeats only reads (`Replay::Always`).
     #[error("no response within {after:?}")]
     ResponseTimeout {
         /// The configured limit.
@@ -192,7 +193,11 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Http { status, .. } => matches!(status, 408 | 409 | 425 | 429 | 500..=599),
-            Self::Connect { .. } | Self::Transport { .. } | Self::StreamIdleTimeout { .. } | Self::StreamClosed => true,
+            Self::Connect { .. }
+            | Self::Transport { .. }
+            | Self::ResponseTimeout { .. }
+            | Self::StreamIdleTimeout { .. }
+            | Self::StreamClosed => true,
             Self::Provider { retryable, .. } => *retryable,
             Self::Turn { source, .. } => source.is_retryable(),
             _ => false,

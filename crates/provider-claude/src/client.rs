@@ -204,10 +204,13 @@ impl ClaudeClient {
             Beta::Both => format!("{},{}", self.config.files_beta, self.config.beta),
         };
         let url = format!("{}{}", self.config.base_url.trim_end_matches('/'), path_and_query);
+        let mut key = managed_agents_core::http::HeaderValue::try_from(self.config.api_key.expose())
+            .map_err(|_| Error::invalid_option("api_key", "not a valid header value"))?;
+        key.set_sensitive(true);
         let builder = Request::builder()
             .method(method.clone())
             .uri(&url)
-            .header("x-api-key", self.config.api_key.expose())
+            .header("x-api-key", key)
             .header("anthropic-version", &self.config.anthropic_version)
             .header("anthropic-beta", beta)
             .header("accept", accept);
@@ -272,7 +275,7 @@ impl ClaudeClient {
     }
 
     async fn delete(&self, path: &str) -> Result<Value, Error> {
-        self.json(Method::DELETE, path, Body::None, Beta::ManagedAgents, Replay::Safe).await
+        self.json(Method::DELETE, path, Body::None, Beta::ManagedAgents, Replay::Always).await
     }
 
     /// `POST /v1/agents`.
@@ -373,10 +376,12 @@ impl ClaudeClient {
         self.get(&format!("/v1/sessions/{}/events", encode(session_id)), query).await
     }
 
-    /// Every event of a session, oldest first: pages of 100 until `next_page` is absent, empty or repeats.
+    /// Every event of a session, oldest first: pages of 100 until `next_page` is absent, empty or one already
+    /// followed (a cycle).
     pub async fn list_all_events(&self, session_id: &str) -> Result<Vec<Value>, Error> {
         let mut events = Vec::new();
         let mut cursor: Option<String> = None;
+        let mut followed = std::collections::HashSet::new();
         loop {
             let mut query = vec![("limit", EVENTS_PAGE_SIZE.to_string())];
             if let Some(page) = &cursor {
@@ -388,7 +393,7 @@ impl ClaudeClient {
             };
             events.extend(data.iter().cloned());
             match page.get("next_page").and_then(Value::as_str).filter(|next| !next.is_empty()) {
-                Some(next) if cursor.as_deref() != Some(next) => cursor = Some(next.to_string()),
+                Some(next) if followed.insert(next.to_string()) => cursor = Some(next.to_string()),
                 _ => return Ok(events),
             }
         }
@@ -399,7 +404,7 @@ impl ClaudeClient {
         let path = format!("/v1/sessions/{}/events/stream", encode(session_id));
         let response = self
             .http
-            .send_with_retries(&self.config.retry, Replay::Safe, self.config.request_timeout, || {
+            .send_with_retries(&self.config.retry, Replay::Always, self.config.request_timeout, || {
                 self.build_request(&Method::GET, &path, &Body::None, Beta::ManagedAgents, "text/event-stream")
             })
             .await?;
@@ -461,13 +466,14 @@ impl ClaudeClient {
     /// `GET /v1/files/{id}/content`: the raw bytes.
     pub async fn download_file(&self, file_id: &str) -> Result<Bytes, Error> {
         let path = format!("/v1/files/{}/content", encode(file_id));
-        let response = self.send(Method::GET, &path, Body::None, Beta::Both, Replay::Safe).await?;
+        let response = self.send(Method::GET, &path, Body::None, Beta::Both, Replay::Always).await?;
         read_body(response.into_body(), 512 << 20, self.config.request_timeout).await
     }
 
     /// `DELETE /v1/files/{id}`.
     pub async fn delete_file(&self, file_id: &str) -> Result<Value, Error> {
-        self.json(Method::DELETE, &format!("/v1/files/{}", encode(file_id)), Body::None, Beta::Both, Replay::Safe).await
+        self.json(Method::DELETE, &format!("/v1/files/{}", encode(file_id)), Body::None, Beta::Both, Replay::Always)
+            .await
     }
 }
 

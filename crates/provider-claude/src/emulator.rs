@@ -6,7 +6,8 @@
 //! Faults ([`Fault`]): `DropStreamAfter` (open streams close after that many of the turn's events; the rest
 //! reach the history), `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the
 //! events post that would start the turn is refused first, with `retry-after`), `Stall` (the turn starts late),
-//! `MalformedFrame` (a frame of broken JSON first). [`EmulatorOptions`] adds CRLF framing, comment heartbeats
+//! `MalformedFrame` (a frame of broken JSON first), `StreamException` (an `event: error` frame instead of the
+//! turn). [`EmulatorOptions`] adds CRLF framing, comment heartbeats
 //! and a page size.
 
 use std::collections::{HashMap, VecDeque};
@@ -490,6 +491,19 @@ async fn play(state: Arc<Mutex<State>>, session_id: String) {
         tokio::time::sleep(stall).await;
     }
     let mut guard = lock(&state);
+    let exception = turn.faults.iter().find_map(|f| match f {
+        Fault::StreamException { kind, message } => Some((kind.clone(), message.clone())),
+        _ => None,
+    });
+    if let Some((kind, message)) = exception {
+        // An `error` frame after the 200: it is not an event of the session and stays out of the history.
+        let data = json!({"type": "error", "error": {"type": kind, "message": message}}).to_string();
+        let frame = guard.frame("error", &data);
+        if let Some(session) = guard.sessions.get_mut(&session_id) {
+            session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
+        }
+        return;
+    }
     let (events, awaiting, split) = turn_events(&mut guard, &turn);
     if let Some(session) = guard.sessions.get_mut(&session_id) {
         session.awaiting = awaiting;

@@ -17,14 +17,15 @@ pub fn user_message(text: &str) -> Value {
     json!({"type": "user.message", "content": [{"type": "text", "text": text}]})
 }
 
-/// `user.custom_tool_result` answering `result.tool_use_id`.
+/// `user.custom_tool_result` answering `result.tool_use_id` (no `content` for an empty text: empty text blocks
+/// are rejected).
 pub fn custom_tool_result(result: &ToolResult) -> Value {
-    json!({
-        "type": CUSTOM_TOOL_RESULT,
-        "custom_tool_use_id": result.tool_use_id,
-        "content": [{"type": "text", "text": result.text}],
-        "is_error": result.is_error,
-    })
+    let mut event =
+        json!({"type": CUSTOM_TOOL_RESULT, "custom_tool_use_id": result.tool_use_id, "is_error": result.is_error});
+    if !result.text.is_empty() {
+        event["content"] = json!([{"type": "text", "text": result.text}]);
+    }
+    event
 }
 
 /// `user.define_outcome`.
@@ -159,14 +160,22 @@ pub fn pending_tool_uses(events: &[Event]) -> Vec<ToolUse> {
     }
 }
 
-/// Custom tool calls in `history` that no `user.custom_tool_result` answers (C-14).
+/// Custom tool calls in `history` that no `user.custom_tool_result` answers (C-14), counting only calls made
+/// since the session last settled (an idle that does not wait on tools, or termination): a call left over from
+/// an interrupted or failed turn is dead, not pending.
 pub fn unanswered_tool_uses(history: &[Event]) -> Vec<ToolUse> {
+    let settled = history.iter().rposition(|e| match e.kind() {
+        Some(STATUS_TERMINATED) => true,
+        Some(STATUS_IDLE) => terminal_of(e.get("stop_reason")) != Terminal::RequiresAction,
+        _ => false,
+    });
+    let recent = &history[settled.map_or(0, |i| i + 1)..];
     let answered: Vec<&str> = history
         .iter()
         .filter(|e| e.kind() == Some(CUSTOM_TOOL_RESULT))
         .filter_map(|e| e.str_field("custom_tool_use_id"))
         .collect();
-    history
+    recent
         .iter()
         .filter(|e| e.kind() == Some(CUSTOM_TOOL_USE) && e.id().is_some_and(|id| !answered.contains(&id)))
         .filter_map(as_tool_use)
@@ -229,6 +238,9 @@ mod tests {
             event(json!({"type": CUSTOM_TOOL_RESULT, "id": "e9", "custom_tool_use_id": "t1"})),
         ];
         assert_eq!(unanswered_tool_uses(&history).iter().map(|u| u.id.as_str()).collect::<Vec<_>>(), ["t2"]);
+        let mut interrupted = history.clone();
+        interrupted.push(event(json!({"type": STATUS_IDLE, "stop_reason": {"type": "end_turn"}})));
+        assert!(unanswered_tool_uses(&interrupted).is_empty(), "a call before a settled idle is dead");
     }
 
     #[test]

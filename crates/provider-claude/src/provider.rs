@@ -78,12 +78,25 @@ impl Provider for ClaudeManagedAgents {
         if let Some(title) = request.options.get("title") {
             body["title"] = title.clone();
         }
-        if let Some(metadata) = request.options.get("session_metadata") {
-            body["metadata"] = metadata.clone();
+        let mut metadata = request.metadata.clone();
+        if let Some(Value::Object(extra)) = request.options.get("session_metadata") {
+            metadata.extend(extra.clone());
+        }
+        if !metadata.is_empty() {
+            body["metadata"] = Value::Object(metadata);
         }
         let session = client.create_session(body).await?;
         let session_id = id_of(&session, "created session")?;
-        let stream = EventStream::new(client.open_stream(&session_id).await?, client.stream_idle_timeout());
+        let stream = match client.open_stream(&session_id).await {
+            Ok(body) => EventStream::new(body, client.stream_idle_timeout()),
+            Err(error) => {
+                // Do not leave a session nobody will drive.
+                if let Err(cleanup) = client.delete_session(&session_id).await {
+                    tracing::warn!(%cleanup, session_id, "could not delete the session whose stream failed to open");
+                }
+                return Err(error);
+            }
+        };
         Ok(OpenConnection::Streaming(Box::new(ClaudeConnection {
             client,
             session_id,

@@ -299,3 +299,14 @@ async fn provisioning_creates_agent_and_environment_and_teardown_archives_both()
     let no_model = provider.provision(&AgentSpec::new("x", "y"), None).await.unwrap_err();
     assert!(matches!(no_model, Error::InvalidOption { option: "model", .. }));
 }
+
+#[tokio::test]
+async fn an_error_frame_after_the_200_is_a_typed_error() {
+    let fault = Fault::StreamException { kind: "overloaded_error".into(), message: "Overloaded".into() };
+    let emulator = ClaudeEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(fault))).await.unwrap();
+    let error = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, session_options(&emulator))
+        .await
+        .unwrap_err();
+    let Error::Provider { kind, message, retryable, .. } = error.root() else { panic!("{error:?}") };
+    assert_eq!((kind.as_deref(), message.as_str(), *retryable), (Some("overloaded_error"), "Overloaded", true));
+}

@@ -29,6 +29,10 @@ pub async fn read_body(mut body: Incoming, limit: usize, idle: Duration) -> Resu
     }
 }
 
+/// The largest event (or unfinished line) an [`SseBody`] holds before failing: a server that never ends a line
+/// must not grow memory without bound.
+pub const MAX_EVENT_BYTES: usize = 32 << 20;
+
 /// An SSE response body, decoded incrementally; fails when it goes silent for longer than `idle` (keepalive
 /// comments count as activity).
 #[derive(Debug)]
@@ -72,6 +76,10 @@ impl SseBody {
                 let mut frames = Vec::new();
                 self.decoder.push(&data, &mut frames);
                 self.ready.extend(frames);
+                if self.decoder.buffered() > MAX_EVENT_BYTES {
+                    let detail = format!("an event grew past {MAX_EVENT_BYTES} bytes without ending");
+                    return Err(Error::malformed("SSE stream", detail, ""));
+                }
             }
         }
     }

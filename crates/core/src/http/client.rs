@@ -18,8 +18,10 @@ use crate::Error;
 /// Which failures a request may be sent again after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Replay {
-    /// The request is safe to repeat (reads, idempotent writes, a chat completion): retry transport errors and
-    /// every retryable status.
+    /// A read or an idempotent write: retry transport errors, response timeouts and every retryable status.
+    Always,
+    /// The request is safe to repeat but costly (a chat completion): retry transport errors and every retryable
+    /// status, but not a response that is merely slow (the server may still be working on it).
     Safe,
     /// The request must not take effect twice (e.g. posting a tool result): retry only when it certainly was
     /// not processed — no connection could be made, or the server refused it up front (429 rate limited,
@@ -129,11 +131,10 @@ impl HttpClient {
                     let body = read_body(response.into_body(), 1 << 20, timeout).await.unwrap_or_default();
                     let error =
                         Error::Http { status, body: String::from_utf8_lossy(&body).into_owned(), retry_after: delay };
+                    let verdict = should_retry_header(&headers);
                     let retryable = match replay {
-                        Replay::Safe => {
-                            should_retry_header(&headers).unwrap_or(RetryPolicy::is_retryable_status(status))
-                        }
-                        Replay::IfUnprocessed => Replay::rejected_unprocessed(status),
+                        Replay::Always | Replay::Safe => verdict.unwrap_or(RetryPolicy::is_retryable_status(status)),
+                        Replay::IfUnprocessed => verdict != Some(false) && Replay::rejected_unprocessed(status),
                     };
                     if !retryable {
                         return Err(error);
@@ -141,7 +142,8 @@ impl HttpClient {
                     (error, delay)
                 }
                 Err(error @ Error::Connect { .. }) => (error, None),
-                Err(error @ Error::Transport { .. }) if replay == Replay::Safe => (error, None),
+                Err(error @ Error::Transport { .. }) if replay != Replay::IfUnprocessed => (error, None),
+                Err(error @ Error::ResponseTimeout { .. }) if replay == Replay::Always => (error, None),
                 Err(error) => return Err(error),
             };
             if retry >= policy.max_retries {

@@ -11,7 +11,7 @@ mod retry;
 pub mod server;
 pub mod sse;
 
-pub use body::{SseBody, read_body};
+pub use body::{MAX_EVENT_BYTES, SseBody, read_body};
 pub use client::{HttpClient, Replay, RequestBody, Secret};
 pub use retry::{RetryPolicy, retry_after};
 pub use sse::{SseDecoder, SseFrame};

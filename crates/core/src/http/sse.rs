@@ -86,6 +86,11 @@ impl SseDecoder {
         incomplete
     }
 
+    /// Bytes held for an unfinished line and an undispatched event.
+    pub fn buffered(&self) -> usize {
+        self.buffer.len() + self.frame.data.len()
+    }
+
     /// Comment lines seen so far (keepalives).
     pub fn comments(&self) -> u64 {
         self.comments

@@ -358,15 +358,15 @@ impl Machine {
         if self.phase != Phase::InFlight {
             return;
         }
-        // Events reported live appear among the returned ones in the same order: skip them by walking both.
+        // Events reported live appear among the returned ones in the same order (a retried call may have
+        // reported more): skip them by walking both lists forward, linear in the usual case.
         let live = std::mem::take(&mut self.live_events);
-        let mut next_live = live.iter().peekable();
+        let mut cursor = 0;
         for event in &events {
             self.request.events.push(event.clone());
-            if next_live.peek() == Some(&event) {
-                next_live.next();
-            } else {
-                out.push(Command::Forward(event.clone()));
+            match live[cursor..].iter().position(|sent| sent == event) {
+                Some(offset) => cursor += offset + 1,
+                None => out.push(Command::Forward(event.clone())),
             }
         }
         self.phase = Phase::AwaitNormalize;
@@ -489,7 +489,9 @@ impl Machine {
     }
 
     fn drive_failed(&mut self, error: Error, out: &mut Vec<Command>) {
-        if self.config.mode == Mode::Streaming && self.config.live {
+        // Only a failure that trying again could fix is a reason to reconnect and send again; a refusal (a 400,
+        // say) would be refused again, forever.
+        if self.config.mode == Mode::Streaming && self.config.live && error.is_retryable() {
             // The input may not have arrived: send it again after reconnecting (tool results are re-run from the
             // host's pending list instead, so they are no longer counted as answered).
             if let Some(input) = self.last_drive.take() {

@@ -329,6 +329,17 @@ fn a_failed_push_of_tool_results_reruns_them_after_reconnecting() {
 }
 
 #[test]
+fn a_refused_push_fails_the_request_instead_of_looping() {
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    let refused = Error::Http { status: 400, body: "bad".into(), retry_after: None };
+    let commands = machine.handle(Signal::DriveFailed(refused));
+    assert!(matches!(commands.as_slice(), [Command::Fail(Error::Turn { .. })]), "{commands:?}");
+    assert_eq!(machine.phase(), Phase::Idle);
+}
+
+#[test]
 fn a_failed_push_of_a_message_is_sent_again_after_reconnecting() {
     let mut machine = Machine::new(config(Mode::Streaming, true));
     machine.handle(Signal::Started);
