@@ -1,9 +1,58 @@
 //! # managed-agents-agentcore
 //!
-//! The Amazon Bedrock AgentCore harness provider for [managed-agents](https://crates.io/crates/managed-agents):
-//! a request/response loop host over `InvokeHarness` (AWS event-stream), built on the official AWS SDK, with an
-//! emulator.
+//! Amazon Bedrock AgentCore's harness as a loop host for [managed-agents](https://crates.io/crates/managed-agents),
+//! on the official AWS SDK (`aws-sdk-bedrockagentcore`, `aws-config`'s credential chain, rustls with ring — no
+//! aws-lc build). Each turn is one `InvokeHarness` call; the event stream is read incrementally with an idle
+//! timeout; custom tool calls come back with `stopReason: tool_use` and run locally through your handler; the
+//! next call echoes the calls and sends the results.
 //!
-//! **Status: not implemented yet.** This crate is a placeholder so the workspace and the umbrella crate's
-//! `agentcore` feature build; it exports nothing. Until it lands, run sessions against the reference providers
-//! of `managed-agents-conformance` or implement [`managed_agents_core::Provider`] yourself.
+//! * [`BedrockAgentCore`]: the request/response provider.
+//! * [`validate_session_id`] / [`new_session_id`]: AgentCore's runtime session id rule.
+//! * [`run_command`]: a shell command in the session's runtime, stdout/stderr streamed, exit code returned.
+//! * `emulator` feature: [`emulator::AgentCoreEmulator`], an `InvokeHarness` server on loopback that answers the
+//!   real SDK client with event-stream frames following a conformance script, and [`emulator::AgentCoreBackend`].
+//!
+//! ## Example
+//!
+//! Against the bundled emulator (the real SDK client over plain HTTP on 127.0.0.1, static test credentials):
+//!
+//! ```
+//! # #[cfg(feature = "emulator")]
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), managed_agents_core::Error> {
+//! use managed_agents_agentcore::emulator::AgentCoreEmulator;
+//! use managed_agents_conformance::{Script, ScriptTurn};
+//! use managed_agents_core::{Session, SessionOptions, tool_fn};
+//! use serde_json::json;
+//!
+//! let emulator = AgentCoreEmulator::start(
+//!     Script::new()
+//!         .turn(ScriptTurn::tool_call("tooluse_1", "add", json!({"a": 2, "b": 3})))
+//!         .turn(ScriptTurn::text("2 + 3 = 5")),
+//! )
+//! .await
+//! .expect("emulator");
+//! let provider = emulator.provider();
+//! let handler = tool_fn(|_, input| async move {
+//!     Ok((input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)).to_string())
+//! });
+//! let options = SessionOptions::new().agent_id(emulator.harness_arn()).prompt("2 + 3?");
+//! let result = Session::run(&provider, handler, options).await?;
+//! assert_eq!(result.text, "2 + 3 = 5");
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "emulator"))]
+//! # fn main() {}
+//! ```
+
+mod command;
+pub mod convert;
+#[cfg(feature = "emulator")]
+pub mod emulator;
+mod provider;
+mod session_id;
+pub mod wire;
+
+pub use command::{CommandOutput, OutputStream, run_command};
+pub use provider::{BedrockAgentCore, InvokeSettings};
+pub use session_id::{MAX_SESSION_ID_LEN, MIN_SESSION_ID_LEN, new_session_id, validate_session_id};

@@ -1,0 +1,99 @@
+//! Shell commands in a session's runtime (`InvokeAgentRuntimeCommand`), without the model.
+
+use std::time::Duration;
+
+use aws_sdk_bedrockagentcore::Client;
+use aws_sdk_bedrockagentcore::error::ProvideErrorMetadata;
+use aws_sdk_bedrockagentcore::types::{InvokeAgentRuntimeCommandRequestBody, InvokeAgentRuntimeCommandStreamOutput};
+use managed_agents_core::Error;
+
+/// What a command printed, and how it ended. A non-zero exit code is a result, not an error.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// Everything written to stdout.
+    pub stdout: String,
+    /// Everything written to stderr.
+    pub stderr: String,
+    /// The exit code, when the runtime reported one.
+    pub exit_code: Option<i32>,
+}
+
+/// Which stream a chunk of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// Runs `command` in the runtime of `runtime_arn` for session `session_id` (server timeout `timeout_seconds`:
+/// default 300, at most 3600). Each chunk of output is handed to `on_output` in order as it arrives; the whole
+/// output comes back at the end. `idle` bounds the silence between chunks.
+pub async fn run_command(
+    client: &Client,
+    runtime_arn: &str,
+    session_id: &str,
+    command: &str,
+    timeout_seconds: Option<i32>,
+    idle: Duration,
+    mut on_output: impl FnMut(OutputStream, &str),
+) -> Result<CommandOutput, Error> {
+    let body = InvokeAgentRuntimeCommandRequestBody::builder()
+        .command(command)
+        .set_timeout(timeout_seconds)
+        .build()
+        .map_err(|e| Error::invalid_option("command", e.to_string()))?;
+    let sent = client
+        .invoke_agent_runtime_command()
+        .agent_runtime_arn(runtime_arn)
+        .runtime_session_id(session_id)
+        .body(body)
+        .send()
+        .await;
+    let output = sent.map_err(|error| {
+        let service = error.as_service_error();
+        Error::Provider {
+            provider: "agentcore".into(),
+            kind: service.and_then(|e| e.code()).map(str::to_string),
+            message: service.and_then(|e| e.message()).map_or_else(|| error.to_string(), str::to_string),
+            retryable: false,
+        }
+    })?;
+    let mut stream = output.stream;
+    let mut result = CommandOutput::default();
+    loop {
+        let next = match tokio::time::timeout(idle, stream.recv()).await {
+            Err(_) => return Err(Error::StreamIdleTimeout { idle }),
+            Ok(Ok(next)) => next,
+            Ok(Err(error)) => {
+                let service = error.as_service_error();
+                return Err(Error::Provider {
+                    provider: "agentcore".into(),
+                    kind: service.and_then(|e| e.code()).map(str::to_string),
+                    message: service.and_then(|e| e.message()).map_or_else(|| error.to_string(), str::to_string),
+                    retryable: false,
+                });
+            }
+        };
+        let Some(InvokeAgentRuntimeCommandStreamOutput::Chunk(chunk)) = next else {
+            if next.is_none() {
+                return Ok(result);
+            }
+            continue;
+        };
+        if let Some(delta) = &chunk.content_delta {
+            if let Some(text) = &delta.stdout {
+                on_output(OutputStream::Stdout, text);
+                result.stdout.push_str(text);
+            }
+            if let Some(text) = &delta.stderr {
+                on_output(OutputStream::Stderr, text);
+                result.stderr.push_str(text);
+            }
+        }
+        if let Some(stop) = &chunk.content_stop {
+            result.exit_code = Some(stop.exit_code);
+        }
+    }
+}
