@@ -1,10 +1,11 @@
 //! Cross-provider end to end: the same script and the same handler give the same result on every loop host.
 //!
-//! The loop hosts: the two in-memory reference providers, and the Local and Claude providers through their
-//! emulators on loopback. Each provider crate adds its emulator-backed provider here as it lands.
+//! The loop hosts: the two in-memory reference providers, and the Local, Claude and AgentCore providers through
+//! their emulators on loopback (AgentCore through the real AWS SDK client). Each provider crate adds its emulator-backed provider here as it lands.
 
 use std::sync::Arc;
 
+use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
@@ -68,9 +69,13 @@ async fn every_loop_host_gives_the_same_result() {
     let b = observe(Arc::new(request_response), request_response_log, SessionOptions::new()).await;
     let c = observe(Arc::new(local), emulator.log(), SessionOptions::new()).await;
     let d = observe(Arc::new(ClaudeManagedAgents::new(client)), claude_emulator.log(), claude_options).await;
+    let agentcore = AgentCoreEmulator::start(script()).await.expect("emulator");
+    let agentcore_options = SessionOptions::new().agent_id(agentcore.harness_arn());
+    let e = observe(Arc::new(agentcore.provider()), agentcore.log(), agentcore_options).await;
     assert_eq!(a, b);
     assert_eq!(a, c);
     assert_eq!(a, d);
+    assert_eq!(a, e);
     assert_eq!(a.text, "Stored ab.");
     assert_eq!(a.turns, 3);
     assert_eq!(a.usage, (36, 9));

@@ -8,7 +8,8 @@
 //! `DropStreamAfter` (the stream ends after that many frames without `messageStop`: truncated; the turn's first
 //! call only, unless [`EmulatorOptions::truncate_every_call`]), `Stall`, `MalformedFrame` (a frame with a broken
 //! CRC), `StreamException` (an exception frame instead of the turn). [`EmulatorOptions::reuse_block_index`] sends
-//! every tool block at content-block index 0, as the live service was seen doing.
+//! every tool block at content-block index 0, as the live service was seen doing. `InvokeAgentRuntimeCommand`
+//! is answered by a tiny shell (`echo`, `fail N`).
 
 use std::collections::{HashSet, VecDeque};
 use std::io;
@@ -269,9 +270,38 @@ fn decode_input(messages: &[Value], known_session: bool) -> Result<RecordedInput
     Ok(RecordedInput::ToolResults(decoded))
 }
 
+/// Answers `InvokeAgentRuntimeCommand` with a tiny shell: `echo ARGS` prints its arguments, `fail N` prints to
+/// stderr and exits with N, anything else exits 127.
+fn command_response(body: &Value) -> Response<ResponseBody> {
+    let command = body["command"].as_str().unwrap_or_default();
+    let chunk = |payload: Value| event("chunk", payload);
+    let mut frames = vec![chunk(json!({"contentStart": {}}))];
+    let (stdout, stderr, code) = match command.split_once(' ').unwrap_or((command, "")) {
+        ("echo", rest) => (format!("{rest}\n"), String::new(), 0),
+        ("fail", code) => (String::new(), format!("failing with {code}\n"), code.trim().parse().unwrap_or(1)),
+        (name, _) => (String::new(), format!("{name}: command not found\n"), 127),
+    };
+    for line in stdout.split_inclusive('\n') {
+        frames.push(chunk(json!({"contentDelta": {"stdout": line}})));
+    }
+    if !stderr.is_empty() {
+        frames.push(chunk(json!({"contentDelta": {"stderr": stderr}})));
+    }
+    frames.push(chunk(json!({"contentStop": {"exitCode": code, "status": "COMPLETED"}})));
+    stream_response(frames, None)
+}
+
 async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<ResponseBody> {
-    if request.method != Method::POST || request.uri.path() != "/harnesses/invoke" {
-        return aws_error(404, "only POST /harnesses/invoke is emulated");
+    let path = request.uri.path();
+    if request.method == Method::POST && path.starts_with("/runtimes/") && path.ends_with("/commands") {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        if request.headers.get(SESSION_HEADER).is_none() {
+            return aws_error(400, "the runtime session id header is required");
+        }
+        return command_response(&body);
+    }
+    if request.method != Method::POST || path != "/harnesses/invoke" {
+        return aws_error(404, "only InvokeHarness and InvokeAgentRuntimeCommand are emulated");
     }
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let session_id = request.headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);

@@ -218,7 +218,13 @@ fn stream_error(
         // A modelled exception frame: the harness said no. Never retried.
         SdkError::ServiceError(context) => {
             let error = context.into_err();
-            Attempt::Fatal(service_error(error.code(), error.message(), false))
+            let kind = error.code().or(match &error {
+                InvokeHarnessStreamOutputError::ValidationException(_) => Some("validationException"),
+                InvokeHarnessStreamOutputError::InternalServerException(_) => Some("internalServerException"),
+                InvokeHarnessStreamOutputError::RuntimeClientError(_) => Some("runtimeClientError"),
+                _ => None,
+            });
+            Attempt::Fatal(service_error(kind, error.message(), false))
         }
         error @ SdkError::ResponseError(_) => {
             let raw = match &error {
