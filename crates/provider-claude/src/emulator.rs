@@ -7,8 +7,8 @@
 //! reach the history), `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the
 //! events post that would start the turn is refused first, with `retry-after`), `Stall` (the turn starts late),
 //! `MalformedFrame` (a frame of broken JSON first), `StreamException` (an `event: error` frame instead of the
-//! turn). [`EmulatorOptions`] adds CRLF framing, comment heartbeats
-//! and a page size.
+//! turn). [`EmulatorOptions`] adds CRLF framing, comment heartbeats, a page size, and streams that re-send the
+//! whole history when they open (so a reconnect sees every old event again).
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -37,11 +37,13 @@ pub struct EmulatorOptions {
     pub heartbeats: bool,
     /// The most events one history page returns, whatever `limit` asks.
     pub page_size: usize,
+    /// A newly opened stream first re-sends the session's whole history (events the client already has).
+    pub replay_history: bool,
 }
 
 impl Default for EmulatorOptions {
     fn default() -> Self {
-        Self { crlf: false, heartbeats: false, page_size: 100 }
+        Self { crlf: false, heartbeats: false, page_size: 100, replay_history: false }
     }
 }
 
