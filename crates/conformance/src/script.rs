@@ -102,6 +102,40 @@ impl ScriptTurn {
         self.faults.push(fault);
         self
     }
+
+    /// The turn's [`Fault::DropStreamAfter`] count, if any.
+    pub fn drop_after(&self) -> Option<usize> {
+        Fault::drop_after_in(&self.faults)
+    }
+
+    /// The turn's [`Fault::HttpError`] status and `retry-after`, if any.
+    pub fn http_error(&self) -> Option<(u16, Option<Duration>)> {
+        self.faults.iter().find_map(|f| match f {
+            Fault::HttpError { status, retry_after } => Some((*status, *retry_after)),
+            _ => None,
+        })
+    }
+
+    /// The turn's [`Fault::Stall`] duration, if any.
+    pub fn stall(&self) -> Option<Duration> {
+        self.faults.iter().find_map(|f| match f {
+            Fault::Stall { duration } => Some(*duration),
+            _ => None,
+        })
+    }
+
+    /// The turn's [`Fault::StreamException`] kind and message, if any.
+    pub fn stream_exception(&self) -> Option<(&str, &str)> {
+        self.faults.iter().find_map(|f| match f {
+            Fault::StreamException { kind, message } => Some((kind.as_str(), message.as_str())),
+            _ => None,
+        })
+    }
+
+    /// Whether the turn carries `fault` (faults without parameters: duplicates, split, malformed frame).
+    pub fn has(&self, fault: &Fault) -> bool {
+        self.faults.contains(fault)
+    }
 }
 
 /// A scripted custom tool call.
@@ -183,4 +217,14 @@ pub enum Fault {
         /// Its message.
         message: String,
     },
+}
+
+impl Fault {
+    /// The [`Fault::DropStreamAfter`] count among `faults`, if any.
+    pub fn drop_after_in(faults: &[Fault]) -> Option<usize> {
+        faults.iter().find_map(|f| match f {
+            Fault::DropStreamAfter { events } => Some(*events),
+            _ => None,
+        })
+    }
 }

@@ -15,6 +15,9 @@
 //!
 //! The harness must declare an `inline_function` tool named `get_weather` taking `{"city": string}`.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use managed_agents::{Session, SessionOptions, tool_fn};
 use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
@@ -50,30 +53,12 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     print!("assistant: ");
     let options = SessionOptions::new().agent_id(harness_arn).prompt("What is the weather in Oslo?");
     let result = Session::run(&provider, handler, options).await?;
-    println!("{}\n", result.text);
-    println!(
-        "terminal: {:?} ({:?}), runtime session {}",
-        result.terminal,
-        result.terminal_reason,
-        result.session_id.as_deref().unwrap_or("-")
-    );
-    println!(
-        "turns: {}, tool calls: {}, usage: {} in / {} out",
-        result.turns,
-        result.custom_tool_uses.len(),
-        result.usage.input_tokens,
-        result.usage.output_tokens
-    );
+    println!("{}", result.text);
+    support::print_summary(&result);
     Ok(())
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    support::exit_code(run().await)
 }

@@ -15,6 +15,9 @@
 //!
 //! With ids given, nothing is provisioned or torn down.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use managed_agents::{AgentHandle, AgentSpec, Provider, Session, SessionOptions, ToolSchema, tool_fn};
 use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
@@ -67,30 +70,12 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         provider.teardown(&handle).await?;
     }
     let result = outcome?;
-    println!("\nassistant: {}\n", result.text);
-    println!(
-        "terminal: {:?} ({:?}), session {}",
-        result.terminal,
-        result.terminal_reason,
-        result.session_id.as_deref().unwrap_or("-")
-    );
-    println!(
-        "turns: {}, tool calls: {}, usage: {} in / {} out",
-        result.turns,
-        result.custom_tool_uses.len(),
-        result.usage.input_tokens,
-        result.usage.output_tokens
-    );
+    println!("\nassistant: {}", result.text);
+    support::print_summary(&result);
     Ok(())
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    support::exit_code(run().await)
 }

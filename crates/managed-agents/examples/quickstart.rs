@@ -16,6 +16,9 @@
 //! OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-… OPENAI_MODEL=gpt-4.1-mini cargo run -p managed-agents --example quickstart
 //! ```
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::io::Write;
 
 use managed_agents::{Event, Handler, Session, SessionInfo, SessionOptions, ToolOutput, ToolSchema, ToolUse};
@@ -68,18 +71,7 @@ fn script() -> Script {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("\nerror: {error}");
-            let mut source = error.source();
-            while let Some(cause) = source {
-                eprintln!("  caused by: {cause}");
-                source = cause.source();
-            }
-            std::process::ExitCode::FAILURE
-        }
-    }
+    support::exit_code(run().await)
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -103,12 +95,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     print!("assistant: ");
     let options = SessionOptions::new().prompt("What is the weather in Oslo and Lisbon?");
     let result = Session::run(&provider, WeatherDesk, options).await?;
-    println!("\n\n-- session result --");
-    println!("terminal:        {:?} ({:?})", result.terminal, result.terminal_reason);
-    println!("session id:      {}", result.session_id.as_deref().unwrap_or("-"));
-    println!("turns:           {}", result.turns);
-    println!("tool calls:      {}", result.custom_tool_uses.len());
-    println!("usage:           {} input / {} output tokens", result.usage.input_tokens, result.usage.output_tokens);
-    println!("raw events kept: {}", result.events.len());
+    println!();
+    support::print_summary(&result);
     Ok(())
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use aws_sdk_bedrockagentcore::Client;
-use aws_sdk_bedrockagentcore::error::ProvideErrorMetadata;
+use aws_sdk_bedrockagentcore::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_bedrockagentcore::types::{InvokeAgentRuntimeCommandRequestBody, InvokeAgentRuntimeCommandStreamOutput};
 use managed_agents_core::Error;
 
@@ -44,22 +44,22 @@ pub async fn run_command(
         .set_timeout(timeout_seconds)
         .build()
         .map_err(|e| Error::invalid_option("command", e.to_string()))?;
-    let sent = client
-        .invoke_agent_runtime_command()
-        .agent_runtime_arn(runtime_arn)
-        .runtime_session_id(session_id)
-        .body(body)
-        .send()
-        .await;
-    let output = sent.map_err(|error| {
-        let service = error.as_service_error();
-        Error::Provider {
-            provider: "agentcore".into(),
-            kind: service.and_then(|e| e.code()).map(str::to_string),
-            message: service.and_then(|e| e.message()).map_or_else(|| error.to_string(), str::to_string),
-            retryable: false,
-        }
-    })?;
+    let call =
+        client.invoke_agent_runtime_command().agent_runtime_arn(runtime_arn).runtime_session_id(session_id).body(body);
+    let output = match tokio::time::timeout(idle, call.send()).await {
+        Err(_) => return Err(Error::ResponseTimeout { after: idle }),
+        Ok(sent) => sent.map_err(|error| {
+            let service = error.as_service_error();
+            Error::Provider {
+                provider: "agentcore".into(),
+                kind: service.and_then(|e| e.code()).map(str::to_string),
+                message: service
+                    .and_then(|e| e.message())
+                    .map_or_else(|| DisplayErrorContext(&error).to_string(), str::to_string),
+                retryable: false,
+            }
+        })?,
+    };
     let mut stream = output.stream;
     let mut result = CommandOutput::default();
     loop {
@@ -71,16 +71,27 @@ pub async fn run_command(
                 return Err(Error::Provider {
                     provider: "agentcore".into(),
                     kind: service.and_then(|e| e.code()).map(str::to_string),
-                    message: service.and_then(|e| e.message()).map_or_else(|| error.to_string(), str::to_string),
+                    message: service
+                        .and_then(|e| e.message())
+                        .map_or_else(|| DisplayErrorContext(&error).to_string(), str::to_string),
                     retryable: false,
                 });
             }
         };
         let Some(InvokeAgentRuntimeCommandStreamOutput::Chunk(chunk)) = next else {
-            if next.is_none() {
-                return Ok(result);
+            if next.is_some() {
+                continue;
             }
-            continue;
+            // The stream ended: without `contentStop` the command's fate is unknown.
+            if result.exit_code.is_none() {
+                return Err(Error::Provider {
+                    provider: "agentcore".into(),
+                    kind: Some("early_termination".into()),
+                    message: "the command's output ended without an exit code".into(),
+                    retryable: false,
+                });
+            }
+            return Ok(result);
         };
         if let Some(delta) = &chunk.content_delta {
             if let Some(text) = &delta.stdout {

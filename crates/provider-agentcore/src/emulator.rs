@@ -331,22 +331,14 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         return stream_response(vec![exception("validationException", &message)], None);
     };
     let fault_due = !guard.faulted_current || guard.options.truncate_every_call;
-    if let Some((status, _)) = turn.faults.iter().find_map(|f| match f {
-        Fault::HttpError { status, retry_after } => Some((*status, *retry_after)),
-        _ => None,
-    }) && !guard.faulted_current
+    if let Some((status, _)) = turn.http_error()
+        && !guard.faulted_current
     {
         guard.faulted_current = true;
         return aws_error(status, "injected failure");
     }
-    let drop_after = turn.faults.iter().find_map(|f| match f {
-        Fault::DropStreamAfter { events } => Some(*events),
-        _ => None,
-    });
-    let stall = turn.faults.iter().find_map(|f| match f {
-        Fault::Stall { duration } => Some(*duration),
-        _ => None,
-    });
+    let drop_after = turn.drop_after();
+    let stall = turn.stall();
     let mut frames = turn_frames(&turn, guard.options.reuse_block_index);
     if let Some(after) = drop_after.filter(|_| fault_due) {
         // Truncated: the turn is served again on the next call.
@@ -354,26 +346,25 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         frames.truncate(after.min(frames.len().saturating_sub(1)));
         return stream_response(frames, stall);
     }
-    guard.faulted_current = false;
-    guard.script.pop_front();
-    guard.served += 1;
-    guard.sessions.insert(session_id);
-    guard.log.record(input);
-    if let Some((kind, message)) = turn.faults.iter().find_map(|f| match f {
-        Fault::StreamException { kind, message } => Some((kind.clone(), message.clone())),
-        _ => None,
-    }) {
-        return stream_response(
-            vec![event("messageStart", json!({"role": "assistant"})), exception(&kind, &message)],
-            stall,
-        );
-    }
-    if turn.faults.contains(&Fault::MalformedFrame) {
+    if turn.has(&Fault::MalformedFrame) {
+        // A frame with a broken CRC first; the turn is not consumed, so every call meets it.
         let mut broken = frames[0].to_vec();
         if let Some(last) = broken.last_mut() {
             *last ^= 0xff;
         }
         frames.insert(0, Bytes::from(broken));
+        return stream_response(frames, stall);
+    }
+    guard.faulted_current = false;
+    guard.script.pop_front();
+    guard.served += 1;
+    guard.sessions.insert(session_id);
+    guard.log.record(input);
+    if let Some((kind, message)) = turn.stream_exception() {
+        return stream_response(
+            vec![event("messageStart", json!({"role": "assistant"})), exception(kind, message)],
+            stall,
+        );
     }
     stream_response(frames, stall)
 }

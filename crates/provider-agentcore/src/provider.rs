@@ -8,9 +8,7 @@ use aws_sdk_bedrockagentcore::Client;
 use aws_sdk_bedrockagentcore::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockagentcore::operation::invoke_harness::InvokeHarnessError;
 use aws_sdk_bedrockagentcore::types::error::InvokeHarnessStreamOutputError;
-use aws_sdk_bedrockagentcore::types::{
-    HarnessBedrockModelConfig, HarnessModelConfiguration, InvokeHarnessStreamOutput,
-};
+use aws_sdk_bedrockagentcore::types::{HarnessBedrockModelConfig, HarnessModelConfiguration};
 use managed_agents_core::http::RetryPolicy;
 use managed_agents_core::{
     Capabilities, Connection, Error, Event, LiveEvents, OpenConnection, OpenRequest, Provider,
@@ -69,7 +67,8 @@ impl BedrockAgentCore {
     /// What the provider supports: the model chosen per run.
     pub const CAPABILITIES: Capabilities = Capabilities::none().with_runtime_model();
 
-    /// A provider on an SDK client you configured.
+    /// A provider on an SDK client you configured. Disable the SDK's own retries on it
+    /// (`RetryConfig::disabled()`): the provider retries what is worth retrying (see [`InvokeSettings::retry`]).
     pub fn new(client: Client) -> Self {
         Self { client, settings: InvokeSettings::default() }
     }
@@ -81,7 +80,12 @@ impl BedrockAgentCore {
             aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
         );
         let http = aws_smithy_http_client::Builder::new().tls_provider(tls).build_https();
-        let config = aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(http).load().await;
+        // Our own retries decide what is worth repeating; the SDK's would multiply them.
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(http)
+            .retry_config(aws_config::retry::RetryConfig::disabled())
+            .load()
+            .await;
         Self::new(Client::new(&config))
     }
 
@@ -125,8 +129,9 @@ impl Provider for BedrockAgentCore {
                 Some(value) => value
                     .as_i64()
                     .and_then(|n| i32::try_from(n).ok())
+                    .filter(|n| *n > 0)
                     .map(Some)
-                    .ok_or_else(|| Error::invalid_option(key, "must be an integer")),
+                    .ok_or_else(|| Error::invalid_option(key, "must be a positive integer")),
             }
         };
         let overrides = Overrides {
@@ -218,20 +223,20 @@ fn stream_error(
         // A modelled exception frame: the harness said no. Never retried.
         SdkError::ServiceError(context) => {
             let error = context.into_err();
-            let kind = error.code().or(match &error {
-                InvokeHarnessStreamOutputError::ValidationException(_) => Some("validationException"),
-                InvokeHarnessStreamOutputError::InternalServerException(_) => Some("internalServerException"),
-                InvokeHarnessStreamOutputError::RuntimeClientError(_) => Some("runtimeClientError"),
-                _ => None,
-            });
+            // The same names the HTTP errors carry, whatever the frame's own spelling.
+            let kind = match &error {
+                InvokeHarnessStreamOutputError::ValidationException(_) => Some("ValidationException"),
+                InvokeHarnessStreamOutputError::InternalServerException(_) => Some("InternalServerException"),
+                InvokeHarnessStreamOutputError::RuntimeClientError(_) => Some("RuntimeClientError"),
+                _ => error.code(),
+            };
             Attempt::Fatal(service_error(kind, error.message(), false))
         }
+        // A frame that does not decode (a broken CRC, or a body cut inside a frame): retried like a truncated
+        // stream, reported as malformed if it persists. The frame's bytes are not copied into the error (they
+        // may hold model text the SDK would redact).
         error @ SdkError::ResponseError(_) => {
-            let raw = match &error {
-                SdkError::ResponseError(context) => format!("{:?}", context.raw()),
-                _ => String::new(),
-            };
-            Attempt::Fatal(Error::malformed("event-stream frame", DisplayErrorContext(&error).to_string(), raw))
+            Attempt::Retry(Error::malformed("event-stream frame", DisplayErrorContext(&error).to_string(), ""))
         }
         other => Attempt::Retry(Error::Transport {
             message: format!("the event stream broke: {}", DisplayErrorContext(&other)),
@@ -275,18 +280,18 @@ impl AgentCoreConnection {
         let mut events = Vec::new();
         loop {
             let next = match tokio::time::timeout(idle, stream.recv()).await {
+                // After the final `messageStop` the turn is whole: a silence or a broken tail loses nothing.
+                Err(_) if wire::is_complete(&events) => break,
                 Err(_) => return Err(Attempt::Fatal(Error::StreamIdleTimeout { idle })),
+                Ok(Err(_)) if wire::is_complete(&events) => break,
                 Ok(next) => next.map_err(stream_error)?,
             };
             let Some(item) = next else { break };
             let event = stream_event(&item);
             live.emit(event.clone());
             events.push(event);
-            if matches!(item, InvokeHarnessStreamOutput::MessageStop(_)) {
-                tracing::trace!("messageStop received");
-            }
         }
-        if !wire::has_message_stop(&events) {
+        if !wire::is_complete(&events) {
             return Err(Attempt::Retry(Error::Provider {
                 provider: "agentcore".into(),
                 kind: Some("early_termination".into()),

@@ -35,13 +35,21 @@ pub fn normalize(events: &[Event]) -> TurnResult {
     for event in events {
         if let Some(start) = member(event, "contentBlockStart") {
             if let Some(tool) = start.pointer("/start/toolUse") {
-                blocks.push(Block {
-                    id: tool["toolUseId"].as_str().unwrap_or_default().to_string(),
-                    name: tool["name"].as_str().unwrap_or_default().to_string(),
-                    kind: tool["type"].as_str().map(str::to_string),
-                    input: String::new(),
-                });
-                by_index.insert(start["contentBlockIndex"].as_i64().unwrap_or(0), blocks.len() - 1);
+                let id = tool["toolUseId"].as_str().unwrap_or_default().to_string();
+                // One block per toolUseId: a start repeated for the same id continues it.
+                let slot = match blocks.iter().position(|b| b.id == id) {
+                    Some(slot) => slot,
+                    None => {
+                        blocks.push(Block {
+                            id,
+                            name: tool["name"].as_str().unwrap_or_default().to_string(),
+                            kind: tool["type"].as_str().map(str::to_string),
+                            input: String::new(),
+                        });
+                        blocks.len() - 1
+                    }
+                };
+                by_index.insert(start["contentBlockIndex"].as_i64().unwrap_or(0), slot);
             }
         } else if let Some(delta) = member(event, "contentBlockDelta") {
             if let Some(chunk) = delta.pointer("/delta/text").and_then(Value::as_str) {
@@ -88,14 +96,24 @@ pub fn normalize(events: &[Event]) -> TurnResult {
     if terminal != Terminal::RequiresAction {
         // Calls of a turn that did not stop for them are not the client's to run.
         turn.server_tool_uses.append(&mut turn.custom_tool_uses);
+    } else if turn.custom_tool_uses.is_empty() {
+        // `tool_use` with only server-side calls: nothing for the client to answer.
+        turn.terminal = Terminal::Terminated;
     }
     turn.events = events.to_vec();
     turn
 }
 
-/// Whether the call's events hold a `messageStop` (a stream without one was cut short).
-pub fn has_message_stop(events: &[Event]) -> bool {
-    events.iter().any(|e| member(e, "messageStop").is_some())
+/// Whether the call's events are complete: a `messageStop` after the last `messageStart` (a stream without one
+/// was cut short, possibly between two model iterations).
+pub fn is_complete(events: &[Event]) -> bool {
+    let last_start = events.iter().rposition(|e| member(e, "messageStart").is_some());
+    let last_stop = events.iter().rposition(|e| member(e, "messageStop").is_some());
+    match (last_start, last_stop) {
+        (Some(start), Some(stop)) => stop > start,
+        (None, Some(_)) => true,
+        _ => false,
+    }
 }
 
 /// The text a `contentBlockDelta` adds.
@@ -191,7 +209,29 @@ mod tests {
         );
         let usage = turn.usage.unwrap();
         assert_eq!((usage.input_tokens, usage.cache_read_input_tokens), (10, 4));
-        assert!(has_message_stop(&events));
+        assert!(is_complete(&events));
+        let mut cut = events.clone();
+        cut.push(event(json!({"messageStart": {"role": "assistant"}})));
+        assert!(!is_complete(&cut), "cut short after a second model iteration started");
+        let only_server = vec![
+            event(
+                json!({"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "s", "name": "browse", "type": "server_tool_use"}}}}),
+            ),
+            event(json!({"messageStop": {"stopReason": "tool_use"}})),
+        ];
+        assert_eq!(normalize(&only_server).terminal, Terminal::Terminated, "nothing for the client to run");
+        let repeated = vec![
+            start(0, "a", "f"),
+            input(0, "{\"x\""),
+            start(1, "a", "f"),
+            input(1, ":1}"),
+            event(json!({"messageStop": {"stopReason": "tool_use"}})),
+        ];
+        assert_eq!(
+            normalize(&repeated).custom_tool_uses,
+            vec![ToolUse::new("a", "f", json!({"x": 1}))],
+            "one block per id"
+        );
     }
 
     #[test]

@@ -73,7 +73,7 @@ async fn an_exception_frame_is_typed_and_never_retried() {
     let emulator = AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(fault))).await.unwrap();
     let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
     let Error::Provider { kind, message, retryable, .. } = error.root() else { panic!("{error:?}") };
-    assert_eq!(kind.as_deref(), Some("validationException"));
+    assert_eq!(kind.as_deref(), Some("ValidationException"), "the same name as the HTTP error's");
     assert_eq!((message.as_str(), *retryable), ("bad tool schema", false));
     assert_eq!(emulator.requests().len(), 1);
 }
@@ -109,17 +109,19 @@ async fn a_stall_hits_the_idle_timeout() {
     let settings = InvokeSettings { idle_timeout: Duration::from_millis(200), ..InvokeSettings::default() };
     let provider = emulator.provider().with_settings(settings);
     let error = Session::run(&provider, EchoTools, options(&emulator)).await.unwrap_err();
-    assert!(matches!(error.root(), Error::StreamIdleTimeout { .. } | Error::ResponseTimeout { .. }), "{error:?}");
+    assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }), "{error:?}");
+    assert_eq!(emulator.requests().len(), 1, "a stall inside the stream is not retried");
 }
 
 #[tokio::test]
-async fn a_broken_frame_is_a_typed_error() {
+async fn a_broken_frame_is_retried_then_a_typed_error() {
     let emulator =
         AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame)))
             .await
             .unwrap();
     let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
     assert!(matches!(error.root(), Error::Malformed { .. }), "{error:?}");
+    assert_eq!(emulator.requests().len(), 3, "retried like a cut stream, then reported");
 }
 
 #[tokio::test]

@@ -409,10 +409,7 @@ fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faults: &[Fault
     let malformed = faults.contains(&Fault::MalformedFrame).then(|| state.frame("agent.message", "{\"broken\": "));
     let Some(session) = state.sessions.get_mut(session_id) else { return };
     session.history.extend(events);
-    let drop_after = faults.iter().find_map(|f| match f {
-        Fault::DropStreamAfter { events } => Some(*events),
-        _ => None,
-    });
+    let drop_after = Fault::drop_after_in(faults);
     let copies = if faults.contains(&Fault::DuplicateEvents) { 2 } else { 1 };
     if let Some(frame) = malformed {
         session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
@@ -456,7 +453,7 @@ fn turn_events(state: &mut State, turn: &ScriptTurn) -> (Vec<Value>, Vec<ScriptT
         let span = json!({"type": "span.model_request_end", "model_usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}});
         events.push(stamp(state, span, None));
     }
-    let split = turn.faults.contains(&Fault::SplitRequiresAction);
+    let split = turn.has(&Fault::SplitRequiresAction);
     let (stop_reason, awaiting) = match &turn.stop {
         ScriptStop::EndTurn => (json!({"type": "end_turn"}), Vec::new()),
         ScriptStop::Terminated { reason } => (json!({"type": reason}), Vec::new()),
@@ -483,21 +480,13 @@ async fn play(state: Arc<Mutex<State>>, session_id: String) {
             return;
         };
         guard.served += 1;
-        let stall = turn.faults.iter().find_map(|f| match f {
-            Fault::Stall { duration } => Some(*duration),
-            _ => None,
-        });
-        (stall, turn)
+        (turn.stall(), turn)
     };
     if let Some(stall) = stall {
         tokio::time::sleep(stall).await;
     }
     let mut guard = lock(&state);
-    let exception = turn.faults.iter().find_map(|f| match f {
-        Fault::StreamException { kind, message } => Some((kind.clone(), message.clone())),
-        _ => None,
-    });
-    if let Some((kind, message)) = exception {
+    if let Some((kind, message)) = turn.stream_exception() {
         // An `error` frame after the 200: it is not an event of the session and stays out of the history.
         let data = json!({"type": "error", "error": {"type": kind, "message": message}}).to_string();
         let frame = guard.frame("error", &data);
@@ -537,12 +526,7 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
         }
         let starts_turn =
             events.iter().any(|e| matches!(e["type"].as_str(), Some("user.message" | "user.define_outcome")));
-        let refusal = guard.script.front().filter(|_| starts_turn).and_then(|turn| {
-            turn.faults.iter().find_map(|f| match f {
-                Fault::HttpError { status, retry_after } => Some((*status, *retry_after)),
-                _ => None,
-            })
-        });
+        let refusal = guard.script.front().filter(|_| starts_turn).and_then(ScriptTurn::http_error);
         if let Some((status, retry_after)) = refusal
             && !guard.refused_current
         {

@@ -118,11 +118,7 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
             let message = format!("unexpected model call: the script has only {} turns", state.served);
             return error_response(StatusCode::BAD_REQUEST, &message);
         };
-        let http_fault = next.faults.iter().find_map(|fault| match fault {
-            Fault::HttpError { status, retry_after } => Some((*status, *retry_after)),
-            _ => None,
-        });
-        if let Some((status, retry_after)) = http_fault
+        if let Some((status, retry_after)) = next.http_error()
             && !state.failed_current
         {
             state.failed_current = true;
@@ -144,10 +140,7 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     };
     let id = format!("chatcmpl-emulated-{}", lock(&state).served);
     let model = body.get("model").cloned().unwrap_or(json!("emulated"));
-    let stall = turn.faults.iter().find_map(|f| match f {
-        Fault::Stall { duration } => Some(*duration),
-        _ => None,
-    });
+    let stall = turn.stall();
     if body.get("stream") == Some(&Value::Bool(true)) {
         let include_usage = body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
         return streamed(&turn, &id, &model, include_usage, stall);
@@ -224,13 +217,10 @@ fn streamed(
 ) -> Response<ResponseBody> {
     let mut frames: Vec<Bytes> =
         chunks(turn, id, model, include_usage).iter().map(|c| Bytes::from(format!("data: {c}\n\n"))).collect();
-    if turn.faults.contains(&Fault::MalformedFrame) {
+    if turn.has(&Fault::MalformedFrame) {
         frames.insert(0, Bytes::from_static(b"data: {\"choices\": [oops\n\n"));
     }
-    let drop_after = turn.faults.iter().find_map(|f| match f {
-        Fault::DropStreamAfter { events } => Some(*events),
-        _ => None,
-    });
+    let drop_after = turn.drop_after();
     frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
     let (sender, body) = ResponseBody::channel();
     tokio::spawn(async move {

@@ -177,10 +177,7 @@ impl World {
 /// Delivers `played` over the session's stream, applying the delivery faults.
 pub(crate) fn deliver(session: &mut SessionRecord, played: &Played) {
     let Some(stream) = &session.stream else { return };
-    let drop_after = played.faults.iter().find_map(|f| match f {
-        Fault::DropStreamAfter { events } => Some(*events),
-        _ => None,
-    });
+    let drop_after = Fault::drop_after_in(&played.faults);
     let copies = if played.faults.contains(&Fault::DuplicateEvents) { 2 } else { 1 };
     for (index, event) in played.events.iter().enumerate() {
         if drop_after == Some(index) {
