@@ -62,6 +62,7 @@ struct State {
     sessions: HashSet<String>,
     log: InputLog,
     requests: Vec<InvokeRequest>,
+    gate: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// The emulator. Dropping it stops the server.
@@ -96,6 +97,7 @@ impl AgentCoreEmulator {
             sessions: HashSet::new(),
             log: InputLog::new(),
             requests: Vec::new(),
+            gate: None,
         }));
         let shared = Arc::clone(&state);
         let server = LoopbackServer::start(move |request| serve(Arc::clone(&shared), request)).await?;
@@ -130,6 +132,14 @@ impl AgentCoreEmulator {
         let mut settings = InvokeSettings::default();
         settings.retry.initial = Duration::from_millis(5);
         BedrockAgentCore::new(self.client()).with_settings(settings)
+    }
+
+    /// From now on, every call holds its final frame (`messageStop`) until the returned `Notify` is notified:
+    /// a test can prove that earlier events reached the session while the call was still open.
+    pub fn gate_message_stop(&self) -> Arc<tokio::sync::Notify> {
+        let gate = Arc::new(tokio::sync::Notify::new());
+        lock(&self.state).gate = Some(Arc::clone(&gate));
+        gate
     }
 
     /// The inputs received, decoded.
@@ -366,16 +376,31 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
             stall,
         );
     }
-    stream_response(frames, stall)
+    stream_response_gated(frames, stall, guard.gate.clone())
 }
 
 fn stream_response(frames: Vec<Bytes>, stall: Option<Duration>) -> Response<ResponseBody> {
+    stream_response_gated(frames, stall, None)
+}
+
+/// Streams `frames` (after `stall`); with a gate, the last frame waits until the gate is notified.
+fn stream_response_gated(
+    frames: Vec<Bytes>,
+    stall: Option<Duration>,
+    gate: Option<Arc<tokio::sync::Notify>>,
+) -> Response<ResponseBody> {
     let (sender, body) = ResponseBody::channel();
     tokio::spawn(async move {
         if let Some(stall) = stall {
             tokio::time::sleep(stall).await;
         }
-        for frame in frames {
+        let last = frames.len().saturating_sub(1);
+        for (index, frame) in frames.into_iter().enumerate() {
+            if index == last
+                && let Some(gate) = &gate
+            {
+                gate.notified().await;
+            }
             if sender.send(Ok(frame)).await.is_err() {
                 return;
             }

@@ -174,3 +174,26 @@ async fn runtime_commands_stream_their_output_and_report_the_exit_code() {
         "a non-zero exit is a result"
     );
 }
+
+/// Releases the emulator's held `messageStop` when the first text delta reaches the handler: if events were
+/// only delivered once the call returned, the call would never return and the run would time out.
+struct ReleaseOnFirstDelta(std::sync::Arc<tokio::sync::Notify>);
+
+#[managed_agents_conformance::async_trait]
+impl managed_agents_core::Handler for ReleaseOnFirstDelta {
+    fn handle_event(&self, event: &managed_agents_core::Event, _: &managed_agents_core::SessionInfo) {
+        if event.is_text_delta() {
+            self.0.notify_one();
+        }
+    }
+}
+
+#[tokio::test]
+async fn events_reach_the_handler_while_the_call_is_still_open() {
+    let emulator =
+        AgentCoreEmulator::start(Script::new().turn(ScriptTurn::chunks(["streamed ", "live"]))).await.unwrap();
+    let gate = emulator.gate_message_stop();
+    let run = options(&emulator).timeout(Duration::from_secs(10));
+    let result = Session::run(&emulator.provider(), ReleaseOnFirstDelta(gate), run).await.unwrap();
+    assert_eq!(result.text, "streamed live");
+}
