@@ -119,6 +119,9 @@ pub struct OpenRequest {
     pub history: Vec<Value>,
     /// The model for this run (providers with the runtime-model capability).
     pub model: Option<String>,
+    /// The session's turn limit per request, for providers that steer the model toward it (e.g. a final-turn
+    /// directive).
+    pub max_turns: Option<u32>,
     /// User metadata from the session options.
     pub metadata: Map<String, Value>,
     /// Provider-specific options, passed through verbatim.
@@ -133,6 +136,7 @@ impl std::fmt::Debug for OpenRequest {
             .field("session_id", &self.session_id)
             .field("history", &format_args!("[{} messages]", self.history.len()))
             .field("model", &self.model)
+            .field("max_turns", &self.max_turns)
             .field("metadata", &self.metadata.keys().collect::<Vec<_>>())
             .field("options", &self.options.keys().collect::<Vec<_>>())
             .finish()

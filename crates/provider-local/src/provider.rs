@@ -258,9 +258,15 @@ impl Provider for Local {
             settings.system_prompt.iter().map(|prompt| json!({"role": "system", "content": prompt})).collect()
         };
         let session_id = request.session_id.unwrap_or_else(|| format!("local_{:016x}", fastrand::u64(..)));
+        // The final-turn directive follows the session's own limit when that is the tighter one.
+        let mut guards = settings.guards.clone();
+        if let Some(limit) = request.max_turns {
+            guards.max_turns = guards.max_turns.min(limit);
+        }
         Ok(OpenConnection::RequestResponse(Box::new(LocalConnection {
             chat,
             model: request.model.unwrap_or_else(|| settings.model.clone()),
+            guards_settings: guards,
             settings: Arc::clone(settings),
             history,
             session_id,
@@ -290,6 +296,7 @@ impl Provider for Local {
 struct LocalConnection {
     chat: Arc<dyn ChatBackend>,
     model: String,
+    guards_settings: GuardSettings,
     settings: Arc<Settings>,
     history: Vec<Value>,
     session_id: String,
@@ -316,7 +323,7 @@ impl LocalConnection {
             }
             TurnInput::ToolResults { tool_uses, results } => {
                 self.history.extend(results.iter().map(tool_message));
-                let directives = self.guards.after_results(&self.settings.guards, &tool_uses, &results);
+                let directives = self.guards.after_results(&self.guards_settings, &tool_uses, &results);
                 Ok(directives.into_iter().map(|text| self.directive("corrective", text)).collect())
             }
             TurnInput::Event(_) => Err(self.unsupported("send_event")),
@@ -358,7 +365,7 @@ impl RequestResponseConnection for LocalConnection {
         let mut asks = 0;
         loop {
             asks += 1;
-            if let Some(text) = self.guards.final_turn(&self.settings.guards) {
+            if let Some(text) = self.guards.final_turn(&self.guards_settings) {
                 events.push(self.directive("final_turn", text));
             }
             self.guards.polls += 1;
@@ -384,7 +391,7 @@ impl RequestResponseConnection for LocalConnection {
                 }),
             ));
             let calls = wire::tool_uses(&message);
-            let duplicates = self.guards.duplicates(&self.settings.guards, &calls);
+            let duplicates = self.guards.duplicates(&self.guards_settings, &calls);
             for duplicate in &duplicates {
                 self.history.push(duplicate_answer(duplicate));
                 events.push(wire::event(
@@ -396,7 +403,7 @@ impl RequestResponseConnection for LocalConnection {
             // (upstream ended the run with an unresolved requires_action here). The session's own limits see one
             // turn; past the bound the turn ends (terminated) instead of looping.
             let only_repeats = !calls.is_empty() && duplicates.len() == calls.len();
-            if !only_repeats || asks > MAX_REASKS || self.guards.polls >= self.settings.guards.max_turns {
+            if !only_repeats || asks > MAX_REASKS || self.guards.polls >= self.guards_settings.max_turns {
                 return Ok(events);
             }
         }

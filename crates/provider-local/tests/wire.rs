@@ -330,3 +330,21 @@ async fn calls_without_ids_and_with_extra_fields_go_back_clean() {
     let id = assistant["tool_calls"][0]["id"].as_str().unwrap();
     assert_eq!(second["messages"][2]["tool_call_id"], id, "the synthesised id is answered");
 }
+
+#[tokio::test]
+async fn the_final_turn_directive_follows_the_session_limit() {
+    let script =
+        Script::new().turn(ScriptTurn::tool_call("c1", "step", json!({"n": 1}))).turn(ScriptTurn::text("done"));
+    let emulator = ChatEmulator::start(script).await.unwrap();
+    let result = Session::run(&provider(&emulator).build().unwrap(), EchoTools, options().max_turns(2)).await.unwrap();
+    assert_eq!(result.text, "done");
+    let requests = emulator.requests();
+    let directive = |n: usize| {
+        requests[n]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "user" && m["content"].as_str().is_some_and(|c| c.contains("last turn")))
+    };
+    assert!(!directive(0) && directive(1), "the second of two allowed calls is announced as the last");
+}

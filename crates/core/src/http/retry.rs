@@ -49,8 +49,8 @@ impl RetryPolicy {
     }
 }
 
-/// The server's requested delay: `retry-after-ms` (milliseconds) or `retry-after` (seconds). An HTTP-date
-/// `retry-after` is ignored (the computed backoff applies).
+/// The server's requested delay: `retry-after-ms` (milliseconds), or `retry-after` in seconds or as an HTTP
+/// date (a date in the past means no wait).
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     let seconds = |value: f64| Duration::try_from_secs_f64(value).ok();
@@ -59,7 +59,14 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     {
         return Some(after);
     }
-    header("retry-after").and_then(|v| v.parse::<f64>().ok()).and_then(seconds)
+    let after = header("retry-after")?;
+    match after.parse::<f64>() {
+        Ok(value) => seconds(value),
+        Err(_) => {
+            let at = httpdate::parse_http_date(after).ok()?;
+            Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
+        }
+    }
 }
 
 /// The server's explicit verdict (`x-should-retry: true|false`), when it gives one.
@@ -97,6 +104,12 @@ mod tests {
         headers.insert("retry-after-ms", HeaderValue::from_static("nonsense"));
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
         headers.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
+        assert_eq!(retry_after(&headers), Some(Duration::ZERO), "a date in the past: no wait");
+        let soon = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(30));
+        headers.insert("retry-after", HeaderValue::from_str(&soon).unwrap());
+        let wait = retry_after(&headers).unwrap();
+        assert!(wait > Duration::from_secs(28) && wait <= Duration::from_secs(30), "{wait:?}");
+        headers.insert("retry-after", HeaderValue::from_static("soon-ish"));
         assert_eq!(retry_after(&headers), None);
         headers.insert("retry-after", HeaderValue::from_static("1e300"));
         assert_eq!(retry_after(&headers), None, "absurd values are ignored, not a panic");

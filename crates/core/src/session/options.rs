@@ -275,6 +275,7 @@ impl SessionOptions {
     /// The open request, with handle ids lifted in where no explicit id was given.
     pub(crate) fn open_request(&self) -> OpenRequest {
         let mut request = self.open.clone();
+        request.max_turns = Some(self.max_turns);
         if let Some(agent) = &self.agent {
             request.agent_id.get_or_insert_with(|| agent.agent_id.clone());
             if let Some(environment_id) = &agent.environment_id {
