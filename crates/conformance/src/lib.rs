@@ -8,16 +8,29 @@
 //!   reports what it received as an [`InputLog`].
 //! * [`BackendCapabilities`]: what your backend can do; scenarios that need more are reported as skipped, with the
 //!   reason.
-//! * [`scenarios`]: one `pub async fn` per behaviour; [`conformance_suite!`] stamps one `#[test]` per scenario
-//!   (each on its own tokio runtime) plus a `conformance_completeness` test that fails when a scenario is
-//!   neither run nor skipped, and prints the run/skip table.
+//! * [`scenarios`]: one `pub async fn` per behaviour.
+//! * [`Suite`]: the whole suite as a test harness of its own (`harness = false`): one test per scenario and
+//!   backend, named `<label>::<scenario>`; a scenario your backend lacks the capability for shows as *ignored*
+//!   with the reason in cargo's own output. [`conformance_suite!`] is the alternative inside the standard harness:
+//!   it stamps one `#[test]` per scenario plus `conformance_completeness`, but libtest counts a skip as `ok` and
+//!   the reason only reaches stderr.
 //! * [`reference`](mod@reference): in-memory reference providers of both modes, which pass the suite in this crate's own tests.
 //!
 //! ## Testing your own provider
 //!
-//! Add the kit as a dev-dependency, implement [`Backend`] for your emulator, and stamp the suite into an
-//! integration test (`tests/conformance.rs`). A complete example, with the reference provider standing in for
-//! yours:
+//! Add the kit as a dev-dependency, implement [`Backend`] for your emulator, and run the [`Suite`] from an
+//! integration test without the standard harness:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! managed-agents-conformance = "0.1"
+//!
+//! [[test]]
+//! name = "conformance"
+//! harness = false
+//! ```
+//!
+//! A complete `tests/conformance.rs`, with the reference provider standing in for yours:
 //!
 //! ```
 //! use std::sync::Arc;
@@ -51,9 +64,11 @@
 //!     }
 //! }
 //!
-//! // In tests/conformance.rs this one line stamps every scenario as its own test:
-//! managed_agents_conformance::conformance_suite!(MyBackend);
-//! # fn main() {}
+//! fn main() -> std::process::ExitCode {
+//!     // One test per scenario, `my-provider::<scenario>`; add more backends (configurations) with `.backend`.
+//! #   if true { return std::process::ExitCode::SUCCESS; } // doctests do not run the whole suite
+//!     managed_agents_conformance::Suite::new().backend("my-provider", MyBackend).run()
+//! }
 //! ```
 //!
 //! Each scenario can also be called directly, e.g.
@@ -63,6 +78,7 @@
 //! releases.
 
 mod backend;
+mod harness;
 mod log;
 pub mod reference;
 pub mod scenarios;
@@ -71,6 +87,7 @@ pub mod support;
 
 pub use async_trait::async_trait;
 pub use backend::{Backend, BackendCapabilities, Harness};
+pub use harness::Suite;
 pub use log::{InputLog, RecordedInput};
 pub use scenarios::{ScenarioInfo, Verdict};
 pub use script::{Fault, Script, ScriptStop, ScriptToolCall, ScriptTurn, ScriptUsage};
@@ -99,12 +116,15 @@ macro_rules! conformance_suite {
             follow_up_message,
             message_queued_mid_turn,
             send_event_passthrough,
+            send_event_refused,
             interrupt_reaches_host,
+            interrupt_refused,
             timeout_cleans_up,
             cancellation_cleans_up,
             split_requires_action_recovery,
             duplicate_event_dedupe,
             stream_drop_reconnect_redrive,
+            stream_drop_sync_run,
             resume_with_prompt,
             transcript_reattach,
             outcome_kickoff,
@@ -117,7 +137,7 @@ macro_rules! conformance_suite {
             fn $name() {
                 let backend = $backend;
                 let verdict = $crate::block_on(async { $crate::scenarios::$name(&backend).await });
-                $crate::report(stringify!($name), verdict);
+                $crate::report(module_path!(), stringify!($name), verdict);
             }
         )*
 
@@ -139,12 +159,12 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     runtime.block_on(future)
 }
 
-/// Prints a scenario's verdict straight to the process's stderr (which the test harness does not capture, so
-/// skips are visible in every run).
+/// Prints a skipped scenario's verdict, labelled with the suite's module, straight to the process's stderr
+/// (which the test harness does not capture). [`Suite`] reports skips in cargo's own summary instead.
 #[doc(hidden)]
-pub fn report(name: &str, verdict: Verdict) {
+pub fn report(suite: &str, name: &str, verdict: Verdict) {
     if let Verdict::Skipped(reason) = verdict {
-        say(&format!("conformance: {name}: SKIPPED: {reason}"));
+        say(&format!("conformance: {suite}::{name}: SKIPPED: {reason}"));
     }
 }
 

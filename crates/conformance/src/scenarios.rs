@@ -39,39 +39,73 @@ pub struct ScenarioInfo {
     pub requires: Requirement,
 }
 
-/// Every scenario of the suite.
-pub const ALL: &[ScenarioInfo] = &[
-    ScenarioInfo { name: "plain_end_turn", requires: always },
-    ScenarioInfo { name: "single_tool_round_trip", requires: always },
-    ScenarioInfo { name: "parallel_tools_keep_order", requires: always },
-    ScenarioInfo { name: "tool_error_result", requires: always },
-    ScenarioInfo { name: "tool_panic_becomes_error", requires: always },
-    ScenarioInfo { name: "multi_turn_tool_loop", requires: always },
-    ScenarioInfo { name: "terminated_turn", requires: always },
-    ScenarioInfo { name: "max_turns_exceeded", requires: always },
-    ScenarioInfo { name: "turn_guard_halts", requires: always },
-    ScenarioInfo { name: "terminal_tool_reprompt", requires: always },
-    ScenarioInfo { name: "terminal_tool_exhaustion", requires: always },
-    ScenarioInfo { name: "text_delta_emission", requires: always },
-    ScenarioInfo { name: "usage_accumulation", requires: always },
-    ScenarioInfo { name: "invalid_options_rejected", requires: always },
-    ScenarioInfo { name: "follow_up_message", requires: always },
-    ScenarioInfo { name: "message_queued_mid_turn", requires: always },
-    ScenarioInfo { name: "send_event_passthrough", requires: always },
-    ScenarioInfo { name: "interrupt_reaches_host", requires: always },
-    ScenarioInfo { name: "timeout_cleans_up", requires: always },
-    ScenarioInfo { name: "cancellation_cleans_up", requires: always },
-    ScenarioInfo { name: "split_requires_action_recovery", requires: needs_split },
-    ScenarioInfo { name: "duplicate_event_dedupe", requires: needs_duplicates },
-    ScenarioInfo { name: "stream_drop_reconnect_redrive", requires: needs_reconnect },
-    ScenarioInfo { name: "resume_with_prompt", requires: needs_resume },
-    ScenarioInfo { name: "transcript_reattach", requires: needs_transcript },
-    ScenarioInfo { name: "outcome_kickoff", requires: needs_outcomes },
-    ScenarioInfo { name: "outcome_rejected_when_unsupported", requires: needs_no_outcomes },
-];
+/// Lists every scenario once, with its requirement: [`ALL`] and [`run`] are generated from this list.
+macro_rules! suite {
+    ($($name:ident: $requires:expr),* $(,)?) => {
+        /// Every scenario of the suite.
+        pub const ALL: &[ScenarioInfo] = &[$(ScenarioInfo { name: stringify!($name), requires: $requires }),*];
+
+        /// Runs the scenario called `name` against `backend`; `None` when no scenario has that name.
+        pub async fn run<B: Backend>(name: &str, backend: &B) -> Option<Verdict> {
+            match name {
+                $(stringify!($name) => Some($name(backend).await),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+suite! {
+    plain_end_turn: always,
+    single_tool_round_trip: always,
+    parallel_tools_keep_order: always,
+    tool_error_result: always,
+    tool_panic_becomes_error: always,
+    multi_turn_tool_loop: always,
+    terminated_turn: always,
+    max_turns_exceeded: always,
+    turn_guard_halts: always,
+    terminal_tool_reprompt: always,
+    terminal_tool_exhaustion: always,
+    text_delta_emission: always,
+    usage_accumulation: always,
+    invalid_options_rejected: always,
+    follow_up_message: always,
+    message_queued_mid_turn: always,
+    send_event_passthrough: needs_streaming,
+    send_event_refused: needs_request_response,
+    interrupt_reaches_host: needs_interrupt,
+    interrupt_refused: needs_no_interrupt,
+    timeout_cleans_up: always,
+    cancellation_cleans_up: always,
+    split_requires_action_recovery: needs_split,
+    duplicate_event_dedupe: needs_duplicates,
+    stream_drop_reconnect_redrive: needs_reconnect,
+    stream_drop_sync_run: needs_reconnect,
+    resume_with_prompt: needs_resume,
+    transcript_reattach: needs_transcript,
+    outcome_kickoff: needs_outcomes,
+    outcome_rejected_when_unsupported: needs_no_outcomes,
+}
 
 fn always(_: &BackendCapabilities) -> Option<&'static str> {
     None
+}
+
+fn needs_streaming(c: &BackendCapabilities) -> Option<&'static str> {
+    (c.mode != Mode::Streaming).then_some("request/response providers refuse raw events (see send_event_refused)")
+}
+
+fn needs_request_response(c: &BackendCapabilities) -> Option<&'static str> {
+    (c.mode != Mode::RequestResponse).then_some("streaming providers post raw events (see send_event_passthrough)")
+}
+
+fn needs_interrupt(c: &BackendCapabilities) -> Option<&'static str> {
+    (!c.provider.interrupt).then_some("the provider has no interrupt capability (see interrupt_refused)")
+}
+
+fn needs_no_interrupt(c: &BackendCapabilities) -> Option<&'static str> {
+    c.provider.interrupt.then_some("the provider supports interrupts (see interrupt_reaches_host)")
 }
 
 fn needs_split(c: &BackendCapabilities) -> Option<&'static str> {
@@ -79,7 +113,7 @@ fn needs_split(c: &BackendCapabilities) -> Option<&'static str> {
 }
 
 fn needs_duplicates(c: &BackendCapabilities) -> Option<&'static str> {
-    (!c.duplicate_delivery).then_some("the backend cannot deliver events twice (no event ids to dedupe on this wire)")
+    (!c.duplicate_delivery).then_some("the backend cannot deliver an event twice with the same id")
 }
 
 fn needs_reconnect(c: &BackendCapabilities) -> Option<&'static str> {
@@ -117,12 +151,11 @@ fn options<P: ?Sized>(harness: &Harness<P>) -> SessionOptions {
 
 /// A reconnect policy without waiting, so drop scenarios run fast.
 fn quick_reconnect() -> ReconnectPolicy {
-    ReconnectPolicy {
-        initial: Duration::from_millis(1),
-        max: Duration::from_millis(5),
-        jitter: 0.0,
-        max_attempts: Some(20),
-    }
+    ReconnectPolicy::default()
+        .with_initial(Duration::from_millis(1))
+        .with_max(Duration::from_millis(5))
+        .with_jitter(0.0)
+        .with_max_attempts(Some(20))
 }
 
 fn kickoff(prompt: &str) -> RecordedInput {
@@ -430,40 +463,57 @@ pub async fn message_queued_mid_turn<B: Backend>(backend: &B) -> Verdict {
     Verdict::Passed
 }
 
-/// Raw events are posted verbatim on streaming providers and refused with `Unsupported` by request/response ones.
+/// A raw event sent on a live session reaches a streaming loop host verbatim.
 pub async fn send_event_passthrough<B: Backend>(backend: &B) -> Verdict {
-    let harness = backend.start(Script::new().turn(ScriptTurn::text("Hi."))).await;
-    let mut session = Session::start(Arc::clone(&harness.provider), EchoTools, options(&harness)).await.expect("start");
-    session.next_result().await.expect("result");
+    require!(backend, needs_streaming);
+    let (harness, session) = idle_live_session(backend).await;
     let raw = json!({"type": "user.tool_confirmation", "tool_use_id": "x", "result": "allow"});
-    let sent = session.send_event(Event::from_value(raw.clone()).expect("object")).await;
-    match backend.capabilities().mode {
-        Mode::Streaming => {
-            sent.expect("posted");
-            assert_eq!(harness.log.inputs().last(), Some(&RecordedInput::Event(raw)));
-        }
-        Mode::RequestResponse => {
-            assert!(matches!(sent, Err(Error::Unsupported { operation: "send_event", .. })), "{sent:?}");
-        }
-    }
+    session.send_event(Event::from_value(raw.clone()).expect("object")).await.expect("posted");
+    assert_eq!(harness.log.inputs().last(), Some(&RecordedInput::Event(raw)));
     session.close().await;
     Verdict::Passed
 }
 
-/// An interrupt reaches providers with the interrupt capability and is refused with `Unsupported` by the others.
+/// A request/response provider refuses a raw event with `Unsupported`, and the session goes on.
+pub async fn send_event_refused<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_request_response);
+    let (harness, session) = idle_live_session(backend).await;
+    let inputs_before = harness.log.inputs().len();
+    let sent = session.send_event(Event::from_value(json!({"type": "anything"})).expect("object")).await;
+    assert!(matches!(sent, Err(Error::Unsupported { operation: "send_event", .. })), "{sent:?}");
+    assert_eq!(harness.log.inputs().len(), inputs_before, "nothing reached the host");
+    session.close().await;
+    Verdict::Passed
+}
+
+/// An interrupt reaches a loop host with the interrupt capability.
 pub async fn interrupt_reaches_host<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_interrupt);
+    let (harness, session) = idle_live_session(backend).await;
+    session.interrupt().await.expect("interrupt sent");
+    assert_eq!(harness.log.inputs().last(), Some(&RecordedInput::Interrupt));
+    session.close().await;
+    Verdict::Passed
+}
+
+/// A provider without the interrupt capability refuses an interrupt with `Unsupported`.
+pub async fn interrupt_refused<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_no_interrupt);
+    let (harness, session) = idle_live_session(backend).await;
+    let inputs_before = harness.log.inputs().len();
+    let interrupted = session.interrupt().await;
+    assert!(matches!(interrupted, Err(Error::Unsupported { operation: "interrupt", .. })), "{interrupted:?}");
+    assert_eq!(harness.log.inputs().len(), inputs_before, "nothing reached the host");
+    session.close().await;
+    Verdict::Passed
+}
+
+/// A live session that finished one plain turn and waits.
+async fn idle_live_session<B: Backend>(backend: &B) -> (Harness<B::Provider>, managed_agents_core::SessionHandle) {
     let harness = backend.start(Script::new().turn(ScriptTurn::text("Hi."))).await;
     let mut session = Session::start(Arc::clone(&harness.provider), EchoTools, options(&harness)).await.expect("start");
     session.next_result().await.expect("result");
-    let interrupted = session.interrupt().await;
-    if backend.capabilities().provider.interrupt {
-        interrupted.expect("interrupt sent");
-        assert_eq!(harness.log.inputs().last(), Some(&RecordedInput::Interrupt));
-    } else {
-        assert!(matches!(interrupted, Err(Error::Unsupported { operation: "interrupt", .. })), "{interrupted:?}");
-    }
-    session.close().await;
-    Verdict::Passed
+    (harness, session)
 }
 
 /// A blocking tool outlives the run's timeout: the run fails with `TimedOut` (keeping what it gathered) and the
@@ -580,6 +630,56 @@ pub async fn stream_drop_reconnect_redrive<B: Backend>(backend: &B) -> Verdict {
     // A drop after a turn's last event may go unnoticed before the result; most drops must not.
     assert!(runs_that_reconnected >= 8, "only {runs_that_reconnected} of 15 runs reconnected");
     Verdict::Passed
+}
+
+/// A synchronous run survives its stream dropping after every event position of every turn of a three-turn tool
+/// script: it reconnects, answers each call exactly once (each result posted once), reaches end_turn and records
+/// every event once. With reconnecting turned off, the same drop fails the run with what it gathered.
+pub async fn stream_drop_sync_run<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_reconnect);
+    let script_dropping = |dropped_turn: usize, position: usize| {
+        let mut turns = vec![
+            ScriptTurn::tool_call("call_1", "step", json!({"n": 1})).with_text("Step one."),
+            ScriptTurn::tool_call("call_2", "step", json!({"n": 2})),
+            ScriptTurn::text("All steps done."),
+        ];
+        turns[dropped_turn] = turns[dropped_turn].clone().with_fault(Fault::DropStreamAfter { events: position });
+        turns.into_iter().fold(Script::new(), Script::turn)
+    };
+    for dropped_turn in 0..3 {
+        for position in 0..5 {
+            let context = format!("turn {dropped_turn}, drop after {position}");
+            let harness = backend.start(script_dropping(dropped_turn, position)).await;
+            let (calls, counting) = counting_echo();
+            let opts = options(&harness).reconnect_policy(quick_reconnect());
+            let result =
+                Session::run(&*harness.provider, counting, opts).await.unwrap_or_else(|e| panic!("{context}: {e}"));
+            assert_completed(&result, Terminal::EndTurn);
+            assert_eq!(result.text, "All steps done.", "{context}");
+            assert_eq!(result.turns, 3, "{context}: every turn is counted once");
+            assert_eq!(calls.load(Ordering::SeqCst), 2, "{context}: each tool ran once");
+            let ids: Vec<String> = harness.log.tool_results().into_iter().map(|r| r.tool_use_id).collect();
+            assert_eq!(ids, ["call_1", "call_2"], "{context}: each result posted exactly once");
+            assert_unique_event_ids(&result);
+        }
+    }
+    // Turned off, a drop in the middle of the first turn fails the run, keeping what arrived.
+    let harness = backend.start(script_dropping(0, 1)).await;
+    let opts = options(&harness).reconnect_runs(false);
+    let error = Session::run(&*harness.provider, EchoTools, opts).await.expect_err("a dropped stream fails the run");
+    assert!(error.partial_result().is_some(), "{error:?}");
+    Verdict::Passed
+}
+
+/// An echo handler that counts its tool calls.
+fn counting_echo() -> (Arc<std::sync::atomic::AtomicUsize>, impl managed_agents_core::Handler) {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let handler = tool_fn(move |name, input| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async move { Ok(echo_text(&name, &input)) }
+    });
+    (calls, handler)
 }
 
 /// The next result of a live session, and how many reconnect notices came before it.

@@ -1,11 +1,12 @@
-//! The whole suite against both reference providers.
+//! The whole suite against both reference providers, as one harness: tests are named `<backend>::<scenario>`,
+//! and scenarios a backend cannot run are reported as ignored with the reason.
 
-mod streaming {
-    managed_agents_conformance::conformance_suite!(managed_agents_conformance::reference::StreamingReferenceBackend);
-}
+use managed_agents_conformance::Suite;
+use managed_agents_conformance::reference::{RequestResponseReferenceBackend, StreamingReferenceBackend};
 
-mod request_response {
-    managed_agents_conformance::conformance_suite!(
-        managed_agents_conformance::reference::RequestResponseReferenceBackend
-    );
+fn main() -> std::process::ExitCode {
+    Suite::new()
+        .backend("streaming", StreamingReferenceBackend)
+        .backend("request_response", RequestResponseReferenceBackend)
+        .run()
 }

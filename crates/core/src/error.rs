@@ -1,5 +1,6 @@
 //! The one error type of managed-agents.
 
+use std::fmt;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -9,12 +10,24 @@ use crate::SessionResult;
 /// A boxed error source.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// The most bytes of a server's error body an [`Error::Http`] keeps.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// The most bytes of an error body shown by `Display` (and so in logs).
+pub const MAX_DISPLAYED_BODY_BYTES: usize = 2 * 1024;
+/// The most bytes of undecodable input an [`Error::Malformed`] keeps.
+pub const MAX_MALFORMED_RAW_BYTES: usize = 4 * 1024;
+
 /// Everything that can go wrong, for the session loop and for providers alike.
 ///
 /// Each variant says what happened; [`Error::is_retryable`] says whether trying again could help. Variants that
 /// stop a session that had already started carry the [`SessionResult`] gathered so far (see
 /// [`Error::partial_result`]), so no event is lost with the error.
-#[derive(Debug, thiserror::Error)]
+///
+/// What it prints is bounded and keeps content out: `Display` shows at most [`MAX_DISPLAYED_BODY_BYTES`] of an
+/// HTTP error body and never the raw input of [`Error::Malformed`]; `Debug` summarises partial results (counts,
+/// not events, tool inputs or outputs, which may hold secrets a tool fetched) and shows raw input only as a
+/// length. The data itself stays in the fields for code that asks for it.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A session option is invalid; nothing was opened.
@@ -98,12 +111,12 @@ pub enum Error {
     #[error("the session is closed")]
     Closed,
 
-    /// An HTTP request got an error status; the body is kept.
-    #[error("HTTP {status}: {body}")]
+    /// An HTTP request got an error status; the body is kept (up to [`MAX_ERROR_BODY_BYTES`]).
+    #[error("HTTP {status}: {}", shorten(body, MAX_DISPLAYED_BODY_BYTES))]
     Http {
         /// The status code.
         status: u16,
-        /// The response body (as text, lossily decoded).
+        /// The response body (as text, lossily decoded; at most [`MAX_ERROR_BODY_BYTES`], see [`Error::http`]).
         body: String,
         /// The server's `retry-after`, when given.
         retry_after: Option<Duration>,
@@ -148,14 +161,16 @@ pub enum Error {
     #[error("the event stream closed before the turn ended")]
     StreamClosed,
 
-    /// Input from the network could not be decoded; the raw input is kept.
+    /// Input from the network could not be decoded. The start of the raw input is kept for inspection, but is
+    /// never printed (it may be model output or a tool's data).
     #[error("malformed {what}: {detail}")]
     Malformed {
         /// What was being decoded (e.g. `"SSE frame"`, `"chat completion"`).
         what: &'static str,
-        /// What is wrong.
+        /// What is wrong (the decoder's message; no input).
         detail: String,
-        /// The offending input, verbatim (lossily decoded).
+        /// The start of the offending input, verbatim (lossily decoded; at most [`MAX_MALFORMED_RAW_BYTES`], see
+        /// [`Error::malformed`]).
         raw: String,
     },
 
@@ -184,9 +199,18 @@ impl Error {
         Self::Transport { message: message.into(), source: Some(source.into()) }
     }
 
-    /// An [`Error::Malformed`].
+    /// An [`Error::Malformed`], keeping at most [`MAX_MALFORMED_RAW_BYTES`] of `raw`.
     pub fn malformed(what: &'static str, detail: impl Into<String>, raw: impl Into<String>) -> Self {
-        Self::Malformed { what, detail: detail.into(), raw: raw.into() }
+        let mut raw = raw.into();
+        truncate_at_char(&mut raw, MAX_MALFORMED_RAW_BYTES);
+        Self::Malformed { what, detail: detail.into(), raw }
+    }
+
+    /// An [`Error::Http`], keeping at most [`MAX_ERROR_BODY_BYTES`] of `body`.
+    pub fn http(status: u16, body: impl Into<String>, retry_after: Option<Duration>) -> Self {
+        let mut body = body.into();
+        truncate_at_char(&mut body, MAX_ERROR_BODY_BYTES);
+        Self::Http { status, body, retry_after }
     }
 
     /// Whether trying the same thing again could succeed.
@@ -200,6 +224,18 @@ impl Error {
             | Self::StreamClosed => true,
             Self::Provider { retryable, .. } => *retryable,
             Self::Turn { source, .. } => source.is_retryable(),
+            _ => false,
+        }
+    }
+
+    /// Whether the request certainly was not processed: no connection was made, or the server refused it before
+    /// processing (HTTP 429, Anthropic's 529). Only such a failure makes sending the same input again safe
+    /// from duplicates.
+    pub fn is_certainly_unprocessed(&self) -> bool {
+        match self {
+            Self::Connect { .. } => true,
+            Self::Http { status, .. } => matches!(status, 429 | 529),
+            Self::Turn { source, .. } => source.is_certainly_unprocessed(),
             _ => false,
         }
     }
@@ -225,9 +261,165 @@ impl Error {
     }
 }
 
+/// Cuts `text` to at most `max` bytes, at a character boundary.
+fn truncate_at_char(text: &mut String, max: usize) {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+}
+
+/// `text`, or its first `max` bytes (at a character boundary) and how much was left out.
+fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes)", &text[..end], text.len() - end)
+}
+
+/// A partial result in `Debug` output: what it holds, counted.
+struct Summary<'a>(&'a SessionResult);
+
+impl fmt::Debug for Summary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let result = self.0;
+        f.debug_struct("SessionResult")
+            .field("terminal", &result.terminal)
+            .field("terminal_reason", &result.terminal_reason)
+            .field("session_id", &result.session_id)
+            .field("turns", &result.turns)
+            .field("events", &result.events.len())
+            .field("custom_tool_uses", &result.custom_tool_uses.len())
+            .field("server_tool_uses", &result.server_tool_uses.len())
+            .field("text_bytes", &result.text.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Bytes of content, shown only as a length.
+struct Length(usize);
+
+impl fmt::Debug for Length {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} bytes>", self.0)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidOption { option, reason } => {
+                f.debug_struct("InvalidOption").field("option", option).field("reason", reason).finish()
+            }
+            Self::OutcomeUnsupported { provider } => {
+                f.debug_struct("OutcomeUnsupported").field("provider", provider).finish()
+            }
+            Self::Unsupported { operation, provider } => {
+                f.debug_struct("Unsupported").field("operation", operation).field("provider", provider).finish()
+            }
+            Self::Halted { reason, partial } => {
+                f.debug_struct("Halted").field("reason", reason).field("partial", &Summary(partial)).finish()
+            }
+            Self::MaxTurnsExceeded { max_turns, partial } => f
+                .debug_struct("MaxTurnsExceeded")
+                .field("max_turns", max_turns)
+                .field("partial", &Summary(partial))
+                .finish(),
+            Self::UnresolvedRequiresAction { stop_reason, partial } => f
+                .debug_struct("UnresolvedRequiresAction")
+                .field("stop_reason", stop_reason)
+                .field("partial", &Summary(partial))
+                .finish(),
+            Self::TimedOut { after, partial } => {
+                f.debug_struct("TimedOut").field("after", after).field("partial", &Summary(partial)).finish()
+            }
+            Self::Turn { source, partial } => {
+                f.debug_struct("Turn").field("source", source).field("partial", &Summary(partial)).finish()
+            }
+            Self::NothingToResume => f.write_str("NothingToResume"),
+            Self::Closed => f.write_str("Closed"),
+            Self::Http { status, body, retry_after } => f
+                .debug_struct("Http")
+                .field("status", status)
+                .field("body", &shorten(body, MAX_DISPLAYED_BODY_BYTES))
+                .field("retry_after", retry_after)
+                .finish(),
+            Self::Connect { message, source } => {
+                f.debug_struct("Connect").field("message", message).field("source", source).finish()
+            }
+            Self::Transport { message, source } => {
+                f.debug_struct("Transport").field("message", message).field("source", source).finish()
+            }
+            Self::ResponseTimeout { after } => f.debug_struct("ResponseTimeout").field("after", after).finish(),
+            Self::StreamIdleTimeout { idle } => f.debug_struct("StreamIdleTimeout").field("idle", idle).finish(),
+            Self::StreamClosed => f.write_str("StreamClosed"),
+            Self::Malformed { what, detail, raw } => f
+                .debug_struct("Malformed")
+                .field("what", what)
+                .field("detail", detail)
+                .field("raw", &Length(raw.len()))
+                .finish(),
+            Self::Provider { provider, kind, message, retryable } => f
+                .debug_struct("Provider")
+                .field("provider", provider)
+                .field("kind", kind)
+                .field("message", message)
+                .field("retryable", retryable)
+                .finish(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Event, Terminal, TerminalReason, ToolUse, Usage};
+    use serde_json::json;
+
+    /// Issue 8 (5): `{err:?}` dumped whole partial results (every event, tool input and output) and a 1 MiB
+    /// body; now both print bounded summaries, and raw input never prints.
+    #[test]
+    fn printing_an_error_keeps_content_out_and_stays_small() {
+        let secret = "sk-tool-fetched-secret";
+        let event = Event::from_value(json!({"type": "agent.message", "id": "e1", "text": secret})).unwrap();
+        let partial = Box::new(SessionResult {
+            terminal: Terminal::Terminated,
+            terminal_reason: TerminalReason::MaxTurns,
+            stop_reason: None,
+            session_id: Some("s1".into()),
+            text: secret.into(),
+            custom_tool_uses: vec![ToolUse::new("t1", "fetch", json!({"token": secret}))],
+            server_tool_uses: vec![],
+            usage: Usage::default(),
+            turns: 3,
+            events: vec![event; 1000],
+            transcript: None,
+        });
+        let error = Error::Turn { source: Box::new(Error::malformed("SSE frame", "bad JSON", secret)), partial };
+        for printed in [format!("{error:?}"), format!("{error:#?}"), error.to_string()] {
+            assert!(!printed.contains(secret), "{printed}");
+            assert!(printed.len() < 1024, "{} bytes", printed.len());
+        }
+        assert!(format!("{error:?}").contains("events: 1000"));
+
+        let body = "x".repeat(1 << 20);
+        let http = Error::http(500, body, None);
+        let Error::Http { body, .. } = &http else { unreachable!() };
+        assert_eq!(body.len(), MAX_ERROR_BODY_BYTES);
+        assert!(http.to_string().len() < MAX_DISPLAYED_BODY_BYTES + 64, "{}", http.to_string().len());
+        assert!(format!("{http:?}").len() < MAX_DISPLAYED_BODY_BYTES + 128);
+
+        let raw = "é".repeat(MAX_MALFORMED_RAW_BYTES);
+        let Error::Malformed { raw, .. } = Error::malformed("frame", "bad", raw) else { unreachable!() };
+        assert!(raw.len() <= MAX_MALFORMED_RAW_BYTES && raw.chars().all(|c| c == 'é'));
+    }
 
     #[test]
     fn retryability_follows_meaning() {

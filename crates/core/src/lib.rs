@@ -9,7 +9,8 @@
 //! * A [`Handler`] runs the custom tools (concurrently, bounded, results in call order) and observes events.
 //! * [`Session::run`] drives one request to its [`SessionResult`]; [`Session::start`] keeps a live session with
 //!   follow-up messages and reconnects.
-//! * The loop itself is a pure state machine ([`session::machine`]) driven by one async driver.
+//! * The loop itself is a pure state machine (internal; `docs/session-machine.md` tables its phases) driven by
+//!   one async driver.
 //!
 //! ## Example
 //!
@@ -45,9 +46,28 @@
 //!
 //! ## Delivery guarantees
 //!
-//! [`SessionResult::events`] holds every event of a request exactly once. The handler's
-//! [`Handler::handle_event`] and its tool calls are at-least-once: a reconnect or a recovered `requires_action`
-//! may repeat them.
+//! [`SessionResult::events`] holds every event of a request exactly once, in both modes: an event whose id the
+//! session has seen (a redelivery, a replayed history, a host repeating itself) is recorded, forwarded and
+//! interpreted once; events without an id are taken as they come. What the session remembers for this is a
+//! window of recent ids ([`SessionOptions::seen_window`]), so its memory stays flat however long it lives. The
+//! handler's [`Handler::handle_event`] and its tool calls are at-least-once: a reconnect or a recovered
+//! `requires_action` may repeat them.
+//!
+//! ## Features
+//!
+//! Without features the crate has no HTTP stack: third-party providers that bring their own pay nothing.
+//!
+//! * `http` — the pieces the Claude and Local providers share, for your provider too: a hyper 1 client on rustls
+//!   with retries that honour `retry-after` ([`http::HttpClient`], [`RetryPolicy`]), an incremental SSE decoder
+//!   ([`http::SseDecoder`]), response bodies read with an idle timeout ([`http::SseBody`], [`http::read_body`]),
+//!   and a redacting [`http::Secret`].
+//! * `http-server` — a small HTTP/1 server on loopback (`http::server`) for emulators of a wire, as each provider's
+//!   `emulator` feature uses.
+//!
+//! ## Errors print safely
+//!
+//! [`Error`]'s `Display` and `Debug` are bounded and keep content out (tool inputs and outputs, model output, raw
+//! frames): printing `{err:?}` or returning it from `main` shows counts and lengths, never what a tool fetched.
 //!
 //! ## Telemetry
 //!
@@ -56,6 +76,7 @@
 //! `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.usage.*`, `error.type`). Tool arguments and results are
 //! recorded only with [`SessionOptions::record_content`].
 
+mod backoff;
 mod error;
 mod event;
 mod handler;
@@ -63,12 +84,17 @@ mod info;
 mod outcome;
 pub mod provider;
 mod result;
+mod seen;
 pub mod session;
 mod spec;
 mod tool;
 mod usage;
 
-pub use error::{BoxError, Error};
+/// The attribute for implementing [`Provider`], [`Connection`] (and its two kinds) and [`Handler`] with `async fn`s
+/// (re-exported from the `async-trait` crate, so providers and handlers need no dependency of their own).
+pub use async_trait::async_trait;
+pub use backoff::RetryPolicy;
+pub use error::{BoxError, Error, MAX_DISPLAYED_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_MALFORMED_RAW_BYTES};
 pub use event::{Event, TEXT_DELTA_TYPE};
 pub use handler::{Handler, NoTools, ToolFn, ToolFnWithInfo, ToolOutput, tool_fn, tool_fn_with_info};
 pub use info::SessionInfo;
@@ -78,6 +104,7 @@ pub use provider::{
     Reconnected, RequestResponseConnection, StreamItem, StreamingConnection, TurnInput,
 };
 pub use result::{SessionResult, Terminal, TerminalReason, TurnResult};
+pub use seen::SeenIds;
 pub use session::{
     GuardContext, GuardDecision, Notification, ReconnectPolicy, Session, SessionHandle, SessionOptions, TurnGuard,
 };

@@ -2,20 +2,20 @@
 //!
 //! A [`Provider`] is a cheap, shareable handle to one loop host (it holds the wire client and configuration). It
 //! interprets events with pure functions ([`Provider::normalize`], [`Provider::text_delta`],
-//! [`Provider::is_turn_boundary`], [`Provider::pending_tool_uses`]) and opens one [`Connection`] per session.
-//! A connection is either streaming (the host pushes events; the client posts inputs out of band) or
-//! request/response (each turn is one call that returns the turn's events).
+//! [`Provider::pending_tool_uses`]) and opens one [`Connection`] per session. A connection is either streaming
+//! (the host pushes events; the client posts inputs out of band, and the connection says which event ends a turn:
+//! [`StreamingConnection::is_turn_boundary`], required) or request/response (each turn is one call that returns
+//! the turn's events).
 //!
 //! `docs/provider-contract.md` maps every callback of the original Elixir contract onto these traits.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::{AgentHandle, AgentSpec, EnvironmentSpec, Error, Event, Outcome, ToolResult, ToolUse, TurnResult};
+use crate::{AgentHandle, AgentSpec, EnvironmentSpec, Error, Event, Outcome, SeenIds, ToolResult, ToolUse, TurnResult};
 
 /// The prompt sent at kickoff when the options name none.
 pub const DEFAULT_KICKOFF_PROMPT: &str = "Begin.";
@@ -175,7 +175,7 @@ pub enum StreamItem {
 pub struct Reconnected {
     /// Custom tool calls the loop host still waits on; the session runs them again (at-least-once).
     pub pending_tool_uses: Vec<ToolUse>,
-    /// Events of the session's history that were not in the `seen` set, oldest first.
+    /// Events of the session's history the session has not seen, oldest first (see [`SeenIds::unseen`]).
     pub history: Vec<Event>,
     /// Every event id the provider found in the history, so the session never delivers them again.
     pub seen_ids: Vec<String>,
@@ -233,12 +233,13 @@ pub trait Connection: Send {
     }
 
     /// Re-opens the event stream after a drop (or attaches to a resumed session) and recovers what was missed.
-    /// `seen` holds the ids of the events the session already has.
+    /// `seen` holds the ids of the most recent events the session has; [`SeenIds::unseen`] picks the history
+    /// events it lacks.
     ///
     /// Streaming connections must implement it. The default answers [`Error::Unsupported`], which the session
     /// treats as "nothing to recover" for request/response connections (right for those that only reattach)
     /// and as a failed reconnect for streaming ones.
-    async fn reconnect(&mut self, seen: &HashSet<String>) -> Result<Reconnected, Error> {
+    async fn reconnect(&mut self, seen: &SeenIds) -> Result<Reconnected, Error> {
         let _ = seen;
         Err(Error::Unsupported { operation: "reconnect", provider: String::new() })
     }
@@ -254,6 +255,11 @@ pub trait StreamingConnection: Connection {
     /// first, and calls it again later without losing an item. After [`StreamItem::Closed`] or
     /// [`StreamItem::Failed`] it is called again only after a successful [`Connection::reconnect`].
     async fn next_item(&mut self) -> StreamItem;
+
+    /// Whether `event` (from this stream, or from the history a reconnect recovered) ends a turn: the session
+    /// normalises the events gathered since the last boundary and acts on the turn. Required — a stream whose
+    /// turns never end would leave every session waiting until its timeout.
+    fn is_turn_boundary(&self, event: &Event) -> bool;
 }
 
 /// A connection where each turn is one call returning the turn's events.
@@ -311,8 +317,8 @@ pub enum Mode {
 /// A loop host.
 ///
 /// Implement it for your own backend and run `managed-agents-conformance` against it. Only [`Provider::name`],
-/// [`Provider::open`] and [`Provider::normalize`] are required; streaming providers also implement
-/// [`Provider::is_turn_boundary`].
+/// [`Provider::open`] and [`Provider::normalize`] are required; a streaming connection must also say where its
+/// turns end ([`StreamingConnection::is_turn_boundary`]), which the compiler enforces.
 #[async_trait]
 pub trait Provider: Send + Sync {
     /// A short stable name (`"claude"`, `"agentcore"`, `"local"` …), used in errors, telemetry and
@@ -331,12 +337,6 @@ pub trait Provider: Send + Sync {
 
     /// Folds one turn's events into a [`TurnResult`] (which carries the events verbatim).
     fn normalize(&self, events: &[Event]) -> TurnResult;
-
-    /// Whether `event` ends a turn (streaming providers).
-    fn is_turn_boundary(&self, event: &Event) -> bool {
-        let _ = event;
-        false
-    }
 
     /// The assistant text one event carries, for the synthetic text-delta event.
     fn text_delta(&self, event: &Event) -> Option<String> {
@@ -380,9 +380,6 @@ macro_rules! forward_provider {
             }
             fn normalize(&self, events: &[Event]) -> TurnResult {
                 (**self).normalize(events)
-            }
-            fn is_turn_boundary(&self, event: &Event) -> bool {
-                (**self).is_turn_boundary(event)
             }
             fn text_delta(&self, event: &Event) -> Option<String> {
                 (**self).text_delta(event)

@@ -128,6 +128,10 @@ impl StreamingConnection for NeverEndsConnection {
             _ => std::future::pending().await,
         }
     }
+
+    fn is_turn_boundary(&self, _: &Event) -> bool {
+        false
+    }
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! Bedrock AgentCore: a session on a harness whose model calls a local tool, through the official AWS SDK.
 //!
 //! ```text
-//! cargo run -p managed-agents --example agentcore
+//! cargo run -p managed-agents --features agentcore,emulator --example agentcore
 //! ```
 //!
 //! Without `AGENTCORE_HARNESS_ARN` it runs against the bundled InvokeHarness emulator on 127.0.0.1 (the real SDK
@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! AWS_REGION=us-west-2 AGENTCORE_HARNESS_ARN=arn:aws:bedrock-agentcore:us-west-2:123456789012:harness/my_harness \
-//!     cargo run -p managed-agents --example agentcore
+//!     cargo run -p managed-agents --features agentcore,emulator --example agentcore
 //! ```
 //!
 //! The harness must declare an `inline_function` tool named `get_weather` taking `{"city": string}`.
@@ -35,7 +35,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (provider, harness_arn, _emulator) = match std::env::var("AGENTCORE_HARNESS_ARN") {
         Ok(arn) if !arn.trim().is_empty() => {
             println!("loop host: Bedrock AgentCore harness {arn}");
-            (BedrockAgentCore::from_env().await, arn, None)
+            (BedrockAgentCore::from_env().await?, arn, None)
         }
         _ => {
             let emulator = AgentCoreEmulator::start(script()).await?;

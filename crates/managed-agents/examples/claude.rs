@@ -2,15 +2,15 @@
 //! tool, print the result, and tear down what was provisioned.
 //!
 //! ```text
-//! cargo run -p managed-agents --example claude
+//! cargo run -p managed-agents --features claude,emulator --example claude
 //! ```
 //!
 //! Without `ANTHROPIC_API_KEY` it runs against the bundled Managed Agents emulator on 127.0.0.1 (no key, no
 //! network). With it, against the real service:
 //!
 //! ```text
-//! ANTHROPIC_API_KEY=sk-ant-… cargo run -p managed-agents --example claude
-//! ANTHROPIC_API_KEY=sk-ant-… CLAUDE_AGENT_ID=agent_… CLAUDE_ENVIRONMENT_ID=env_… cargo run -p managed-agents --example claude
+//! ANTHROPIC_API_KEY=sk-ant-… cargo run -p managed-agents --features claude,emulator --example claude
+//! ANTHROPIC_API_KEY=sk-ant-… CLAUDE_AGENT_ID=agent_… CLAUDE_ENVIRONMENT_ID=env_… cargo run -p managed-agents --features claude,emulator --example claude
 //! ```
 //!
 //! With ids given, nothing is provisioned or torn down.

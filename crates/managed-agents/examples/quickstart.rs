@@ -23,14 +23,14 @@ use std::io::Write;
 
 use managed_agents::{Event, Handler, Session, SessionInfo, SessionOptions, ToolOutput, ToolSchema, ToolUse};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
-use managed_agents_local::Local;
 use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::{Local, LocalBuilder};
 use serde_json::json;
 
 /// The local tools, and what the user sees of the session.
 struct WeatherDesk;
 
-#[managed_agents_conformance::async_trait]
+#[managed_agents::async_trait]
 impl Handler for WeatherDesk {
     async fn handle_tool_call_with_info(&self, call: &ToolUse, _info: &SessionInfo) -> ToolOutput {
         let output: ToolOutput = match call.name.as_str() {
@@ -76,12 +76,15 @@ async fn main() -> std::process::ExitCode {
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let weather = ToolSchema::with_string_params("get_weather", "Today's weather for a city", &["city"]);
-    let builder = Local::builder().system_prompt("You answer weather questions using your tools.").tool(weather);
+    let setup = |builder: LocalBuilder| {
+        builder.system_prompt("You answer weather questions using your tools.").tool(weather.clone())
+    };
     // Keeps the emulator alive for the whole run when no endpoint is configured.
     let (provider, _emulator) = match std::env::var("OPENAI_BASE_URL") {
         Ok(url) if !url.trim().is_empty() => {
             println!("loop host: local, against {url}\n");
-            (builder.build()?, None)
+            // OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL.
+            (setup(LocalBuilder::from_env()).build()?, None)
         }
         _ => {
             let emulator = ChatEmulator::start(script()).await?;
@@ -89,7 +92,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
                 "loop host: local, against the bundled emulator at {} (no credentials needed)\n",
                 emulator.base_url()
             );
-            (builder.base_url(emulator.base_url()).model("emulated").build()?, Some(emulator))
+            (setup(Local::builder()).base_url(emulator.base_url()).model("emulated").build()?, Some(emulator))
         }
     };
     print!("assistant: ");

@@ -9,6 +9,7 @@ use managed_agents_core::Error;
 
 /// What a command printed, and how it ended. A non-zero exit code is a result, not an error.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CommandOutput {
     /// Everything written to stdout.
     pub stdout: String,

@@ -99,7 +99,8 @@ pub fn stream_event(event: &InvokeHarnessStreamOutput) -> Event {
                     HarnessReasoningContentBlockDelta::Text(text) => json!({"reasoningContent": {"text": text}}),
                     HarnessReasoningContentBlockDelta::Signature(s) => json!({"reasoningContent": {"signature": s}}),
                     HarnessReasoningContentBlockDelta::RedactedContent(blob) => {
-                        json!({"reasoningContent": {"redactedContentBytes": blob.as_ref().len()}})
+                        // The wire's JSON carries a blob as base64; so does the event, so it can be echoed.
+                        json!({"reasoningContent": {"redactedContent": aws_smithy_types::base64::encode(blob.as_ref())}})
                     }
                     _ => json!({"reasoningContent": {}}),
                 },

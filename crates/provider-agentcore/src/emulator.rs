@@ -8,10 +8,18 @@
 //! `DropStreamAfter` (the stream ends after that many frames without `messageStop`: truncated; the turn's first
 //! call only, unless [`EmulatorOptions::truncate_every_call`]), `Stall`, `MalformedFrame` (a frame with a broken
 //! CRC), `StreamException` (an exception frame instead of the turn). [`EmulatorOptions::reuse_block_index`] sends
-//! every tool block at content-block index 0, as the live service was seen doing. `InvokeAgentRuntimeCommand`
-//! is answered by a tiny shell (`echo`, `fail N`).
+//! every tool block at content-block index 0, as the live service was seen doing. [`EmulatorOptions`] also adds
+//! reasoning (text with a signature, and redacted bytes — then a resume must echo them, or it fails with an
+//! in-stream `validationException` naming the field), a server-side tool call with its `toolResult` block, and
+//! prompt-cache token counts in the usage. Requests are checked like the service checks them: the harness ARN
+//! must follow the service's pattern and be [`HARNESS_ARN`], the runtime session id must follow its rule, and a
+//! `validationException` carries its `reason`. `InvokeAgentRuntimeCommand` is answered by a tiny shell (`echo`,
+//! `fail N`).
+//!
+//! The `serve_agentcore_emulator` example serves it to other languages' SDKs (`tests/sdk/agentcore_sdk_check.py` drives
+//! it with boto3).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -24,25 +32,86 @@ use managed_agents_conformance::{
 };
 use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
-use managed_agents_core::{Mode, SessionOptions, ToolResult};
+use managed_agents_core::{Mode, RetryPolicy, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 
-use crate::{BedrockAgentCore, InvokeSettings};
+use crate::{BedrockAgentCore, BedrockAgentCoreBuilder};
 
 /// The session-id header.
 pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
 
-/// How the emulator streams.
+/// The harness ARN the emulator answers for: it follows the service's pattern
+/// (`arn:<partition>:bedrock-agentcore:<region>:<12 digits>:harness/<name>-<10 alphanumerics>`).
+pub const HARNESS_ARN: &str = "arn:aws:bedrock-agentcore:us-east-1:123456789012:harness/emulated_harness-EMU0123456";
+
+/// How the emulator streams. Start from `EmulatorOptions::default()` and the `with_*` methods.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EmulatorOptions {
     /// `DropStreamAfter` truncates every call of the turn, not just the first.
     pub truncate_every_call: bool,
     /// Every tool block uses content-block index 0.
     pub reuse_block_index: bool,
+    /// Every call streams reasoning first: a reasoning text block (two text deltas, then a signature delta) and
+    /// a `redactedContent` block (see [`reasoning_blocks`]). A resume after a `tool_use` call must echo both,
+    /// unchanged and before the `toolUse` blocks, or the call fails with an in-stream `validationException`
+    /// naming the `messages` field.
+    pub reasoning: bool,
+    /// Every `metadata` usage also carries these prompt-cache token counts.
+    pub cache_usage: Option<CacheUsage>,
+    /// Every call streams a server-side tool call (`type: server_tool_use`, named [`SERVER_TOOL`]) and its
+    /// `toolResult` block (a text part, a JSON part and `toolResultMetadata`) before the scripted content.
+    pub server_tool_results: bool,
 }
+
+impl EmulatorOptions {
+    /// With [`EmulatorOptions::truncate_every_call`] set.
+    pub const fn with_truncate_every_call(mut self, on: bool) -> Self {
+        self.truncate_every_call = on;
+        self
+    }
+
+    /// With [`EmulatorOptions::reuse_block_index`] set.
+    pub const fn with_reuse_block_index(mut self, on: bool) -> Self {
+        self.reuse_block_index = on;
+        self
+    }
+
+    /// With [`EmulatorOptions::reasoning`] set.
+    pub const fn with_reasoning(mut self, on: bool) -> Self {
+        self.reasoning = on;
+        self
+    }
+
+    /// With [`EmulatorOptions::cache_usage`]: `read` cache-read and `write` cache-write input tokens.
+    pub const fn with_cache_usage(mut self, read: u64, write: u64) -> Self {
+        self.cache_usage = Some(CacheUsage { read_input_tokens: read, write_input_tokens: write });
+        self
+    }
+
+    /// With [`EmulatorOptions::server_tool_results`] set.
+    pub const fn with_server_tool_results(mut self, on: bool) -> Self {
+        self.server_tool_results = on;
+        self
+    }
+}
+
+/// Prompt-cache token counts for the emulator's `metadata` events (see [`EmulatorOptions::with_cache_usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheUsage {
+    /// `cacheReadInputTokens`.
+    pub read_input_tokens: u64,
+    /// `cacheWriteInputTokens`.
+    pub write_input_tokens: u64,
+}
+
+/// The name of the server-side tool [`EmulatorOptions::server_tool_results`] streams.
+pub const SERVER_TOOL: &str = "emulated_search";
 
 /// One request the emulator received.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct InvokeRequest {
     /// The path and query (`/harnesses/invoke?harnessArn=…`).
     pub path: String,
@@ -60,6 +129,8 @@ struct State {
     served: usize,
     faulted_current: bool,
     sessions: HashSet<String>,
+    /// Per session: the reasoning blocks the next resume must echo (as request JSON).
+    reasoning_echo: HashMap<String, Vec<Value>>,
     log: InputLog,
     requests: Vec<InvokeRequest>,
     gate: Option<Arc<tokio::sync::Notify>>,
@@ -95,6 +166,7 @@ impl AgentCoreEmulator {
             served: 0,
             faulted_current: false,
             sessions: HashSet::new(),
+            reasoning_echo: HashMap::new(),
             log: InputLog::new(),
             requests: Vec::new(),
             gate: None,
@@ -109,9 +181,9 @@ impl AgentCoreEmulator {
         self.server.base_url()
     }
 
-    /// A harness ARN the emulator answers for.
+    /// The harness ARN the emulator answers for ([`HARNESS_ARN`]).
     pub fn harness_arn(&self) -> String {
-        "arn:aws:bedrock-agentcore:us-east-1:000000000000:harness/emulated".to_string()
+        HARNESS_ARN.to_string()
     }
 
     /// The real SDK client pointed at the emulator: plain HTTP, static test credentials, no SDK retries.
@@ -127,11 +199,19 @@ impl AgentCoreEmulator {
         aws_sdk_bedrockagentcore::Client::from_conf(config)
     }
 
-    /// A provider on [`AgentCoreEmulator::client`], retrying quickly.
+    /// A provider on [`AgentCoreEmulator::client`], retrying quickly (2 retries from 5 ms).
     pub fn provider(&self) -> BedrockAgentCore {
-        let mut settings = InvokeSettings::default();
-        settings.retry.initial = Duration::from_millis(5);
-        BedrockAgentCore::new(self.client()).with_settings(settings)
+        BedrockAgentCore::new(self.client()).with_retry(Self::retry())
+    }
+
+    /// A builder on [`AgentCoreEmulator::client`] with the quick retries of [`AgentCoreEmulator::provider`], for
+    /// tests that change other settings.
+    pub fn provider_builder(&self) -> BedrockAgentCoreBuilder {
+        BedrockAgentCore::builder().client(self.client()).retry(Self::retry())
+    }
+
+    fn retry() -> RetryPolicy {
+        RetryPolicy::default().with_max_retries(2).with_initial(Duration::from_millis(5))
     }
 
     /// From now on, every call holds its final frame (`messageStop`) until the returned `Notify` is notified:
@@ -161,10 +241,12 @@ fn aws_error(status: u16, message: &str) -> Response<ResponseBody> {
         429 => "ThrottlingException",
         _ => "InternalServerException",
     };
-    let mut response = json_response(
-        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        &json!({"message": message}),
-    );
+    let body = if kind == "ValidationException" {
+        json!({"message": message, "reason": "FieldValidationFailed"})
+    } else {
+        json!({"message": message})
+    };
+    let mut response = json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &body);
     if let Ok(value) = kind.parse() {
         response.headers_mut().insert("x-amzn-errortype", value);
     }
@@ -190,15 +272,95 @@ fn event(kind: &str, payload: Value) -> Bytes {
 
 /// The frames of a scripted turn, in order.
 pub fn turn_frames(turn: &ScriptTurn, reuse_block_index: bool) -> Vec<Bytes> {
+    let options = EmulatorOptions { reuse_block_index, ..EmulatorOptions::default() };
+    call_frames(turn, &options, 0)
+}
+
+/// The reasoning of call `number` under [`EmulatorOptions::reasoning`]: the text, its signature and the
+/// redacted bytes (not UTF-8, so they test the blob path).
+pub fn reasoning_blocks(number: usize) -> (String, String, Vec<u8>) {
+    let text = format!("The user wants step {number}; a tool can tell.");
+    let signature = format!("EmulatedSignature{number}==");
+    let mut redacted = vec![0x00, 0x9f, 0x92, 0x96, 0xff];
+    redacted.extend_from_slice(format!("redacted {number}").as_bytes());
+    (text, signature, redacted)
+}
+
+/// The request JSON of the reasoning blocks a resume after call `number` must echo.
+fn reasoning_echo(number: usize) -> Vec<Value> {
+    let (text, signature, redacted) = reasoning_blocks(number);
+    vec![
+        json!({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}}),
+        json!({"reasoningContent": {"redactedContent": aws_smithy_types::base64::encode(redacted)}}),
+    ]
+}
+
+/// The frames of call `number` (0-based, counting served turns) playing `turn` under `options`.
+fn call_frames(turn: &ScriptTurn, options: &EmulatorOptions, number: usize) -> Vec<Bytes> {
     let mut frames = vec![event("messageStart", json!({"role": "assistant"}))];
+    let mut next_index = 0;
+    let mut index = || {
+        next_index += 1;
+        next_index - 1
+    };
+    if options.reasoning {
+        let (text, signature, redacted) = reasoning_blocks(number);
+        let at = index();
+        let mut middle = text.len() / 2;
+        while !text.is_char_boundary(middle) {
+            middle -= 1;
+        }
+        let (first, second) = text.split_at(middle);
+        for delta in [json!({"text": first}), json!({"text": second}), json!({"signature": signature})] {
+            frames.push(event(
+                "contentBlockDelta",
+                json!({"contentBlockIndex": at, "delta": {"reasoningContent": delta}}),
+            ));
+        }
+        frames.push(event("contentBlockStop", json!({"contentBlockIndex": at})));
+        let at = index();
+        frames.push(event(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": at, "delta": {"reasoningContent": {"redactedContent": aws_smithy_types::base64::encode(redacted)}}}),
+        ));
+        frames.push(event("contentBlockStop", json!({"contentBlockIndex": at})));
+    }
+    if options.server_tool_results {
+        let id = format!("srvtooluse_{number}");
+        let at = index();
+        frames.push(event(
+            "contentBlockStart",
+            json!({"contentBlockIndex": at, "start": {"toolUse": {"toolUseId": id, "name": SERVER_TOOL, "type": "server_tool_use"}}}),
+        ));
+        frames.push(event(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": at, "delta": {"toolUse": {"input": json!({"query": format!("step {number}")}).to_string()}}}),
+        ));
+        frames.push(event("contentBlockStop", json!({"contentBlockIndex": at})));
+        let at = index();
+        frames.push(event(
+            "contentBlockStart",
+            json!({"contentBlockIndex": at, "start": {"toolResult": {"toolUseId": id, "status": "success"}}}),
+        ));
+        frames.push(event(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": at, "delta": {"toolResult": [{"text": format!("found step {number}")}, {"json": {"hits": number + 1, "source": "emulator"}}]}}),
+        ));
+        frames.push(event(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": at, "delta": {"toolResultMetadata": {"metadata": json!({"latencyMs": 3}).to_string()}}}),
+        ));
+        frames.push(event("contentBlockStop", json!({"contentBlockIndex": at})));
+    }
+    let text_index = index();
     for chunk in &turn.text {
-        frames.push(event("contentBlockDelta", json!({"contentBlockIndex": 0, "delta": {"text": chunk}})));
+        frames.push(event("contentBlockDelta", json!({"contentBlockIndex": text_index, "delta": {"text": chunk}})));
     }
     if !turn.text.is_empty() {
-        frames.push(event("contentBlockStop", json!({"contentBlockIndex": 0})));
+        frames.push(event("contentBlockStop", json!({"contentBlockIndex": text_index})));
     }
-    for (n, call) in turn.tool_calls.iter().enumerate() {
-        let index = if reuse_block_index { 0 } else { n + 1 };
+    for call in &turn.tool_calls {
+        let at = if options.reuse_block_index { 0 } else { index() };
         let input = call.input.to_string();
         let mut middle = input.len() / 2;
         while !input.is_char_boundary(middle) {
@@ -207,22 +369,24 @@ pub fn turn_frames(turn: &ScriptTurn, reuse_block_index: bool) -> Vec<Bytes> {
         let (first, second) = input.split_at(middle);
         frames.push(event(
             "contentBlockStart",
-            json!({"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": call.id, "name": call.name, "type": "tool_use"}}}),
+            json!({"contentBlockIndex": at, "start": {"toolUse": {"toolUseId": call.id, "name": call.name, "type": "tool_use"}}}),
         ));
         for part in [first, second] {
             frames.push(event(
                 "contentBlockDelta",
-                json!({"contentBlockIndex": index, "delta": {"toolUse": {"input": part}}}),
+                json!({"contentBlockIndex": at, "delta": {"toolUse": {"input": part}}}),
             ));
         }
-        frames.push(event("contentBlockStop", json!({"contentBlockIndex": index})));
+        frames.push(event("contentBlockStop", json!({"contentBlockIndex": at})));
     }
     if let Some(usage) = turn.usage {
-        frames.push(event(
-            "metadata",
-            json!({"usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
-                "totalTokens": usage.input_tokens + usage.output_tokens}, "metrics": {"latencyMs": 12}}),
-        ));
+        let mut tokens = json!({"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+            "totalTokens": usage.input_tokens + usage.output_tokens});
+        if let Some(cache) = options.cache_usage {
+            tokens["cacheReadInputTokens"] = json!(cache.read_input_tokens);
+            tokens["cacheWriteInputTokens"] = json!(cache.write_input_tokens);
+        }
+        frames.push(event("metadata", json!({"usage": tokens, "metrics": {"latencyMs": 12}})));
     }
     let stop = match &turn.stop {
         ScriptStop::EndTurn => "end_turn",
@@ -234,7 +398,90 @@ pub fn turn_frames(turn: &ScriptTurn, reuse_block_index: bool) -> Vec<Bytes> {
 }
 
 fn exception(kind: &str, message: &str) -> Bytes {
-    frame("exception", (":exception-type", kind), &json!({"message": message}))
+    // The service model requires a `reason` on a validation exception.
+    let payload = if kind == "validationException" {
+        json!({"message": message, "reason": "FieldValidationFailed"})
+    } else {
+        json!({"message": message})
+    };
+    frame("exception", (":exception-type", kind), &payload)
+}
+
+/// A `validationException` frame naming the fields at fault.
+fn validation_exception(message: &str, fields: &[(&str, &str)]) -> Bytes {
+    let fields: Vec<Value> = fields.iter().map(|(name, why)| json!({"name": name, "message": why})).collect();
+    frame(
+        "exception",
+        (":exception-type", "validationException"),
+        &json!({"message": message, "reason": "FieldValidationFailed", "fieldList": fields}),
+    )
+}
+
+/// Checks that a resume echoes the reasoning the previous call streamed: the same blocks, in order, before
+/// any `toolUse` block of the echoed assistant message.
+fn check_reasoning_echo(messages: &[Value], expected: &[Value]) -> Result<(), String> {
+    let Some(echo) = messages.iter().rev().nth(1).filter(|m| m["role"] == "assistant") else {
+        return Err("the tool results follow no assistant message".into());
+    };
+    let content = echo["content"].as_array().cloned().unwrap_or_default();
+    let reasoning: Vec<&Value> = content.iter().filter(|b| b.get("reasoningContent").is_some()).collect();
+    if reasoning.len() != expected.len() || reasoning.iter().zip(expected).any(|(got, want)| *got != want) {
+        return Err(format!(
+            "the assistant message must carry the {} reasoning blocks of the previous response, unchanged",
+            expected.len()
+        ));
+    }
+    let first_tool = content.iter().position(|b| b.get("toolUse").is_some()).unwrap_or(content.len());
+    let last_reasoning = content.iter().rposition(|b| b.get("reasoningContent").is_some()).unwrap_or(0);
+    if !expected.is_empty() && last_reasoning > first_tool {
+        return Err("reasoning blocks must precede the toolUse blocks they led to".into());
+    }
+    Ok(())
+}
+
+/// Whether `arn` follows the service's harness ARN pattern:
+/// `arn:([^:]+)?:bedrock-agentcore:[a-z0-9-]+:[0-9]{12}:harness/[a-zA-Z][a-zA-Z0-9_]{0,39}-[a-zA-Z0-9]{10}`.
+pub fn is_harness_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.split(':').collect();
+    let [prefix, _partition, service, region, account, resource] = parts[..] else { return false };
+    let Some((name, id)) = resource.strip_prefix("harness/").and_then(|r| r.split_once('-')) else { return false };
+    prefix == "arn"
+        && service == "bedrock-agentcore"
+        && !region.is_empty()
+        && region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && account.len() == 12
+        && account.bytes().all(|b| b.is_ascii_digit())
+        && (1..=40).contains(&name.len())
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && id.len() == 10
+        && id.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// The value of `key` in a URL query, percent-decoded (`None` when absent or not UTF-8).
+fn query_value(query: &str, key: &str) -> Option<String> {
+    let raw = query.split('&').find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))?;
+    let bytes = raw.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = bytes.get(at + 1..at + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[at], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                decoded.push(byte);
+                at += 3;
+            }
+            (b'+', _) => {
+                decoded.push(b' ');
+                at += 1;
+            }
+            (byte, _) => {
+                decoded.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8(decoded).ok()
 }
 
 /// Decodes what a call sends, checking the resume contract. `Err` carries the service's complaint.
@@ -328,14 +575,29 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         body: body.clone(),
     });
     let Some(session_id) = session_id else { return aws_error(400, "the runtime session id header is required") };
-    if !request.uri.query().is_some_and(|q| q.contains("harnessArn=")) {
+    if crate::validate_session_id(&session_id).is_err() {
+        return aws_error(400, "the runtime session id must have 33 to 100 characters: [a-zA-Z0-9][a-zA-Z0-9-_]*");
+    }
+    let Some(harness_arn) = request.uri.query().and_then(|q| query_value(q, "harnessArn")) else {
         return aws_error(400, "harnessArn is required");
+    };
+    if !is_harness_arn(&harness_arn) {
+        return aws_error(400, "harnessArn does not match the harness ARN pattern");
+    }
+    if harness_arn != HARNESS_ARN {
+        return aws_error(404, "no harness with this ARN");
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let input = match decode_input(&messages, guard.sessions.contains(&session_id)) {
         Ok(input) => input,
         Err(complaint) => return stream_response(vec![exception("runtimeClientError", &complaint)], None),
     };
+    if matches!(input, RecordedInput::ToolResults(_))
+        && let Some(expected) = guard.reasoning_echo.get(&session_id)
+        && let Err(complaint) = check_reasoning_echo(&messages, expected)
+    {
+        return stream_response(vec![validation_exception(&complaint, &[("messages", &complaint)])], None);
+    }
     let Some(turn) = guard.script.front().cloned() else {
         let message = format!("unexpected model call: the script has only {} turns", guard.served);
         return stream_response(vec![exception("validationException", &message)], None);
@@ -349,7 +611,8 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     }
     let drop_after = turn.drop_after();
     let stall = turn.stall();
-    let mut frames = turn_frames(&turn, guard.options.reuse_block_index);
+    let number = guard.served;
+    let mut frames = call_frames(&turn, &guard.options, number);
     if let Some(after) = drop_after.filter(|_| fault_due) {
         // Truncated: the turn is served again on the next call.
         guard.faulted_current = true;
@@ -368,6 +631,11 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     guard.faulted_current = false;
     guard.script.pop_front();
     guard.served += 1;
+    if guard.options.reasoning && turn.stop == ScriptStop::ToolUse {
+        guard.reasoning_echo.insert(session_id.clone(), reasoning_echo(number));
+    } else {
+        guard.reasoning_echo.remove(&session_id);
+    }
     guard.sessions.insert(session_id);
     guard.log.record(input);
     if let Some((kind, message)) = turn.stream_exception() {
@@ -415,9 +683,17 @@ fn stream_response_gated(
 
 /// Runs the conformance suite against [`BedrockAgentCore`] through an [`AgentCoreEmulator`].
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct AgentCoreBackend {
     /// How the emulator streams.
     pub options: EmulatorOptions,
+}
+
+impl AgentCoreBackend {
+    /// A backend whose emulators stream with `options`.
+    pub const fn with_options(options: EmulatorOptions) -> Self {
+        Self { options }
+    }
 }
 
 #[async_trait]

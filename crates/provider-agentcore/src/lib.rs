@@ -4,9 +4,11 @@
 //! on the official AWS SDK (`aws-sdk-bedrockagentcore`, `aws-config`'s credential chain, rustls with ring — no
 //! aws-lc build). Each turn is one `InvokeHarness` call; the event stream is read incrementally with an idle
 //! timeout; custom tool calls come back with `stopReason: tool_use` and run locally through your handler; the
-//! next call echoes the calls and sends the results.
+//! next call echoes the calls (after the reasoning that led to them) and sends the results.
 //!
-//! * [`BedrockAgentCore`]: the request/response provider.
+//! * [`BedrockAgentCore`]: the request/response provider, made by [`BedrockAgentCore::builder`] (an SDK client
+//!   or `SdkConfig`; never reads the environment) or [`BedrockAgentCore::from_env`] (the standard AWS chain).
+//! * [`StopReason`]: the harness stop reasons and how each ends a turn.
 //! * [`validate_session_id`] / [`new_session_id`]: AgentCore's runtime session id rule.
 //! * [`run_command`]: a shell command in the session's runtime, stdout/stderr streamed, exit code returned.
 //! * `emulator` feature: [`emulator::AgentCoreEmulator`], an `InvokeHarness` server on loopback that answers the
@@ -54,5 +56,6 @@ mod session_id;
 pub mod wire;
 
 pub use command::{CommandOutput, OutputStream, run_command};
-pub use provider::{BedrockAgentCore, InvokeSettings};
+pub use provider::{BedrockAgentCore, BedrockAgentCoreBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};
 pub use session_id::{MAX_SESSION_ID_LEN, MIN_SESSION_ID_LEN, new_session_id, validate_session_id};
+pub use wire::StopReason;

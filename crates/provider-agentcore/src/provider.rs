@@ -7,36 +7,42 @@ use async_trait::async_trait;
 use aws_sdk_bedrockagentcore::Client;
 use aws_sdk_bedrockagentcore::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockagentcore::operation::invoke_harness::InvokeHarnessError;
-use aws_sdk_bedrockagentcore::types::error::InvokeHarnessStreamOutputError;
+use aws_sdk_bedrockagentcore::types::error::{InvokeHarnessStreamOutputError, ValidationException};
 use aws_sdk_bedrockagentcore::types::{HarnessBedrockModelConfig, HarnessModelConfiguration};
-use managed_agents_core::http::RetryPolicy;
 use managed_agents_core::{
     Capabilities, Connection, Error, Event, LiveEvents, OpenConnection, OpenRequest, Provider,
-    RequestResponseConnection, TurnInput, TurnResult,
+    RequestResponseConnection, RetryPolicy, TurnInput, TurnResult,
 };
 
 use crate::convert::stream_event;
 use crate::session_id::{new_session_id, validate_session_id};
 use crate::wire;
 
-/// How invocations behave.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InvokeSettings {
-    /// The longest silence between two stream events before the call counts as stalled (default 300 s). The SDK
-    /// applies none to `InvokeHarness`; this is not a wall clock.
-    pub idle_timeout: Duration,
-    /// Retries of one turn: a stream cut short (no `messageStop`) and transient service errors (throttling,
-    /// internal errors, connection failures). Validation errors and in-stream exceptions are never retried.
-    pub retry: RetryPolicy,
-    /// The endpoint qualifier, if any.
-    pub qualifier: Option<String>,
+/// The default longest silence on an event stream.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default longest wait for `InvokeHarness` to answer (its response head).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The default retries of one turn: 2 retries, from 500 ms.
+fn default_retry() -> RetryPolicy {
+    RetryPolicy::default().with_max_retries(2).with_initial(Duration::from_millis(500))
 }
 
-impl Default for InvokeSettings {
+/// How invocations behave (set through [`BedrockAgentCoreBuilder`]).
+#[derive(Debug, Clone, PartialEq)]
+struct Settings {
+    idle_timeout: Duration,
+    request_timeout: Duration,
+    retry: RetryPolicy,
+    qualifier: Option<String>,
+}
+
+impl Default for Settings {
     fn default() -> Self {
         Self {
-            idle_timeout: Duration::from_secs(300),
-            retry: RetryPolicy { max_retries: 2, initial: Duration::from_millis(500), ..RetryPolicy::default() },
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            retry: default_retry(),
             qualifier: None,
         }
     }
@@ -46,6 +52,9 @@ impl Default for InvokeSettings {
 /// call whose event stream is read as it arrives; custom (`inline_function`) tool calls end the call with
 /// `tool_use` and run locally through the session's handler. Cheap to clone.
 ///
+/// Made by [`BedrockAgentCore::builder`] (never reads the environment), [`BedrockAgentCore::from_env`] (the
+/// standard AWS chain) or [`BedrockAgentCore::new`] (an SDK client, default settings).
+///
 /// Open options: `agent_id` is the harness ARN (or an `AgentHandle` carrying it); `session_id` reattaches to a
 /// runtime session (it must follow AgentCore's id rule), otherwise a fresh id is generated. Per-invocation
 /// overrides: `SessionOptions::model` (a Bedrock model id), and the provider options `timeout_seconds`,
@@ -53,7 +62,7 @@ impl Default for InvokeSettings {
 #[derive(Clone)]
 pub struct BedrockAgentCore {
     client: Client,
-    settings: InvokeSettings,
+    settings: Settings,
 }
 
 impl fmt::Debug for BedrockAgentCore {
@@ -67,37 +76,186 @@ impl BedrockAgentCore {
     /// What the provider supports: the model chosen per run.
     pub const CAPABILITIES: Capabilities = Capabilities::none().with_runtime_model();
 
-    /// A provider on an SDK client you configured. Disable the SDK's own retries on it
-    /// (`RetryConfig::disabled()`): the provider retries what is worth retrying (see [`InvokeSettings::retry`]).
+    /// A builder; it never reads the environment.
+    pub fn builder() -> BedrockAgentCoreBuilder {
+        BedrockAgentCoreBuilder::default()
+    }
+
+    /// A provider on an SDK client you configured, with the default settings: shorthand for
+    /// `BedrockAgentCore::builder().client(client).build()` without its region check. Disable the SDK's own
+    /// retries on the client (`RetryConfig::disabled()`): the provider retries what is worth retrying (see
+    /// [`BedrockAgentCoreBuilder::retry`]).
     pub fn new(client: Client) -> Self {
-        Self { client, settings: InvokeSettings::default() }
+        Self { client, settings: Settings::default() }
     }
 
     /// A provider configured by the standard AWS chain (environment, profile, web identity, container, IMDS;
-    /// region from `AWS_REGION` / the profile), so endpoints follow the region. TLS is rustls with ring.
-    pub async fn from_env() -> Self {
-        let tls = aws_smithy_http_client::tls::Provider::Rustls(
-            aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
-        );
-        let http = aws_smithy_http_client::Builder::new().tls_provider(tls).build_https();
-        // Our own retries decide what is worth repeating; the SDK's would multiply them.
-        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .http_client(http)
-            .retry_config(aws_config::retry::RetryConfig::disabled())
-            .load()
-            .await;
-        Self::new(Client::new(&config))
+    /// region from `AWS_REGION` / the profile), so endpoints follow the region; TLS is rustls with ring. Fails
+    /// with [`Error::InvalidOption`] (`region`) when the chain yields no region. For other settings, start from
+    /// [`BedrockAgentCoreBuilder::from_env`].
+    pub async fn from_env() -> Result<Self, Error> {
+        BedrockAgentCoreBuilder::from_env().await.build()
     }
 
-    /// Replaces the invocation settings.
-    pub fn with_settings(mut self, settings: InvokeSettings) -> Self {
-        self.settings = settings;
+    /// With another retry policy (already valid: the emulator's).
+    #[cfg(feature = "emulator")]
+    pub(crate) fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.settings.retry = retry;
         self
     }
 
     /// The SDK client, for the calls the loop does not use.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The longest silence on an event stream before the call counts as stalled.
+    pub fn idle_timeout(&self) -> Duration {
+        self.settings.idle_timeout
+    }
+
+    /// The longest wait for `InvokeHarness` to answer.
+    pub fn request_timeout(&self) -> Duration {
+        self.settings.request_timeout
+    }
+
+    /// The retries of one turn.
+    pub fn retry(&self) -> RetryPolicy {
+        self.settings.retry
+    }
+
+    /// The endpoint qualifier, if any.
+    pub fn qualifier(&self) -> Option<&str> {
+        self.settings.qualifier.as_deref()
+    }
+}
+
+/// Builds a [`BedrockAgentCore`]. [`BedrockAgentCore::builder`] never reads the environment;
+/// [`BedrockAgentCoreBuilder::from_env`] starts from the standard AWS chain. Give it an SDK client
+/// ([`client`](Self::client)) or an SDK configuration ([`sdk_config`](Self::sdk_config)); every other knob has
+/// a default.
+#[derive(Clone, Default)]
+#[must_use]
+pub struct BedrockAgentCoreBuilder {
+    client: Option<Client>,
+    idle_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
+    retry: Option<RetryPolicy>,
+    qualifier: Option<String>,
+}
+
+impl fmt::Debug for BedrockAgentCoreBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BedrockAgentCoreBuilder")
+            .field("client", &self.client.as_ref().map(|_| "…"))
+            .field("idle_timeout", &self.idle_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("retry", &self.retry)
+            .field("qualifier", &self.qualifier)
+            .finish()
+    }
+}
+
+/// Our HTTPS client: rustls with ring (no aws-lc build).
+fn https_client() -> aws_sdk_bedrockagentcore::config::SharedHttpClient {
+    let tls =
+        aws_smithy_http_client::tls::Provider::Rustls(aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring);
+    aws_smithy_http_client::Builder::new().tls_provider(tls).build_https()
+}
+
+impl BedrockAgentCoreBuilder {
+    /// An empty builder: nothing is read from the environment.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A builder whose client is configured by the standard AWS chain (see [`BedrockAgentCore::from_env`]),
+    /// with the SDK's own retries off.
+    pub async fn from_env() -> Self {
+        // Our own retries decide what is worth repeating; the SDK's would multiply them.
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(https_client())
+            .retry_config(aws_config::retry::RetryConfig::disabled())
+            .load()
+            .await;
+        Self::new().sdk_config(&config)
+    }
+
+    /// The SDK client to call through, used as given: disable its retries (`RetryConfig::disabled()`), the
+    /// provider retries what is worth retrying. Replaces an earlier [`sdk_config`](Self::sdk_config).
+    pub fn client(mut self, client: Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Builds the SDK client from a shared AWS configuration (credentials, region, endpoint …), with the SDK's
+    /// retries off, and rustls with ring when the configuration names no HTTP client. Replaces an earlier
+    /// [`client`](Self::client).
+    pub fn sdk_config(mut self, config: &aws_config::SdkConfig) -> Self {
+        let mut builder = aws_sdk_bedrockagentcore::config::Builder::from(config)
+            .retry_config(aws_sdk_bedrockagentcore::config::retry::RetryConfig::disabled());
+        if config.http_client().is_none() {
+            builder = builder.http_client(https_client());
+        }
+        self.client = Some(Client::from_conf(builder.build()));
+        self
+    }
+
+    /// The longest silence on an event stream before the call counts as stalled (default 300 s; must not be
+    /// zero). The SDK applies none to `InvokeHarness`; this is not a wall clock.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
+    /// The longest wait for `InvokeHarness` to answer, up to its response head (default 300 s; must not be
+    /// zero). A timed-out call is retried like a connection failure.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// Retries of one turn (default: 2 retries from 500 ms; checked with [`RetryPolicy::validate`]): a stream
+    /// cut short (no `messageStop`) and transient service errors (throttling, internal errors, connection
+    /// failures). Validation errors and in-stream exceptions are never retried.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// The endpoint qualifier (the harness endpoint to invoke; default: the service's `DEFAULT`).
+    pub fn qualifier(mut self, qualifier: impl Into<String>) -> Self {
+        self.qualifier = Some(qualifier.into());
+        self
+    }
+
+    /// Builds the provider. Fails with [`Error::InvalidOption`] without a client or SDK configuration
+    /// (`client`), when the client has no region (`region`: requests could not be signed), with a zero timeout,
+    /// or with an invalid retry policy.
+    pub fn build(self) -> Result<BedrockAgentCore, Error> {
+        let client = self.client.ok_or_else(|| {
+            Error::invalid_option("client", "no SDK client or configuration given (set one, or use from_env)")
+        })?;
+        if client.config().region().is_none() {
+            return Err(Error::invalid_option(
+                "region",
+                "the SDK configuration has no region (set AWS_REGION, a profile region, or one on the config)",
+            ));
+        }
+        let idle_timeout = self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT);
+        if idle_timeout.is_zero() {
+            return Err(Error::invalid_option("idle_timeout", "must not be zero"));
+        }
+        let request_timeout = self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        if request_timeout.is_zero() {
+            return Err(Error::invalid_option("request_timeout", "must not be zero"));
+        }
+        let retry = self.retry.unwrap_or_else(default_retry);
+        retry.validate()?;
+        Ok(BedrockAgentCore {
+            client,
+            settings: Settings { idle_timeout, request_timeout, retry, qualifier: self.qualifier },
+        })
     }
 }
 
@@ -148,6 +306,7 @@ impl Provider for BedrockAgentCore {
             session_id,
             resumed,
             overrides,
+            previous: Vec::new(),
         })))
     }
 
@@ -171,11 +330,13 @@ struct Overrides {
 
 struct AgentCoreConnection {
     client: Client,
-    settings: InvokeSettings,
+    settings: Settings,
     harness_arn: String,
     session_id: String,
     resumed: bool,
     overrides: Overrides,
+    /// The reasoning and tool-call blocks of the last call's final assistant message, echoed on resume.
+    previous: Vec<wire::AssistantBlock>,
 }
 
 /// Why one invocation attempt failed, and whether another attempt may succeed.
@@ -193,6 +354,22 @@ fn service_error(code: Option<&str>, message: Option<&str>, retryable: bool) -> 
     }
 }
 
+/// A `ValidationException` (HTTP or in-stream) with its reason and the fields it names kept in the message:
+/// `"<message> (reason: FieldValidationFailed; fields: messages: <why>, …)"`. Never retried.
+fn validation_error(error: &ValidationException) -> Error {
+    let mut message = error.message().to_string();
+    if message.is_empty() {
+        message.push_str("the request is not valid");
+    }
+    message.push_str(&format!(" (reason: {}", error.reason().as_str()));
+    let fields: Vec<String> = error.field_list().iter().map(|f| format!("{}: {}", f.name(), f.message())).collect();
+    if !fields.is_empty() {
+        message.push_str(&format!("; fields: {}", fields.join(", ")));
+    }
+    message.push(')');
+    service_error(Some("ValidationException"), Some(&message), false)
+}
+
 fn invoke_error(error: SdkError<InvokeHarnessError, aws_sdk_bedrockagentcore::config::http::HttpResponse>) -> Attempt {
     match error {
         SdkError::ServiceError(context) => {
@@ -202,7 +379,10 @@ fn invoke_error(error: SdkError<InvokeHarnessError, aws_sdk_bedrockagentcore::co
                 error,
                 InvokeHarnessError::ThrottlingException(_) | InvokeHarnessError::InternalServerException(_)
             ) || status >= 500;
-            let typed = service_error(error.code(), error.message(), retryable);
+            let typed = match &error {
+                InvokeHarnessError::ValidationException(e) => validation_error(e),
+                _ => service_error(error.code(), error.message(), retryable),
+            };
             if retryable { Attempt::Retry(typed) } else { Attempt::Fatal(typed) }
         }
         error @ (SdkError::DispatchFailure(_) | SdkError::TimeoutError(_)) => Attempt::Retry(Error::Transport {
@@ -224,8 +404,10 @@ fn stream_error(
         SdkError::ServiceError(context) => {
             let error = context.into_err();
             // The same names the HTTP errors carry, whatever the frame's own spelling.
+            if let InvokeHarnessStreamOutputError::ValidationException(e) = &error {
+                return Attempt::Fatal(validation_error(e));
+            }
             let kind = match &error {
-                InvokeHarnessStreamOutputError::ValidationException(_) => Some("ValidationException"),
                 InvokeHarnessStreamOutputError::InternalServerException(_) => Some("InternalServerException"),
                 InvokeHarnessStreamOutputError::RuntimeClientError(_) => Some("RuntimeClientError"),
                 _ => error.code(),
@@ -272,8 +454,9 @@ impl AgentCoreConnection {
             call = call.model(HarnessModelConfiguration::BedrockModelConfig(config));
         }
         let idle = self.settings.idle_timeout;
-        let output = match tokio::time::timeout(idle, call.send()).await {
-            Err(_) => return Err(Attempt::Retry(Error::ResponseTimeout { after: idle })),
+        let limit = self.settings.request_timeout;
+        let output = match tokio::time::timeout(limit, call.send()).await {
+            Err(_) => return Err(Attempt::Retry(Error::ResponseTimeout { after: limit })),
             Ok(result) => result.map_err(invoke_error)?,
         };
         let mut stream = output.stream;
@@ -319,11 +502,14 @@ impl RequestResponseConnection for AgentCoreConnection {
     /// Invokes the harness; a stream cut short or a transient failure is retried (up to `retry.max_retries`
     /// times, with backoff), the events of a failed attempt having been reported live already (at-least-once).
     async fn poll_turn(&mut self, input: TurnInput, live: LiveEvents) -> Result<Vec<Event>, Error> {
-        let messages = wire::messages(input)?;
+        let messages = wire::messages_after(input, &std::mem::take(&mut self.previous))?;
         let mut retry = 0;
         loop {
             match self.attempt(&messages, &live).await {
-                Ok(events) => return Ok(events),
+                Ok(events) => {
+                    self.previous = wire::assistant_blocks(&events);
+                    return Ok(events);
+                }
                 Err(Attempt::Fatal(error)) => return Err(error),
                 Err(Attempt::Retry(error)) if retry >= self.settings.retry.max_retries => return Err(error),
                 Err(Attempt::Retry(error)) => {

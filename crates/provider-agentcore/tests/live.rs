@@ -15,7 +15,7 @@ use managed_agents_core::{Session, SessionOptions, TerminalReason, tool_fn};
 #[ignore = "needs AWS credentials and AGENTCORE_HARNESS_ARN"]
 async fn a_harness_calls_a_local_tool() {
     let harness = std::env::var("AGENTCORE_HARNESS_ARN").expect("AGENTCORE_HARNESS_ARN must be set");
-    let provider = BedrockAgentCore::from_env().await;
+    let provider = BedrockAgentCore::from_env().await.expect("an AWS region");
     let handler = tool_fn(|_, input| async move {
         Ok(if input["color"] == "blue" { "kumquat".to_string() } else { "none".to_string() })
     });

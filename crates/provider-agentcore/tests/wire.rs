@@ -2,11 +2,16 @@
 
 use std::time::Duration;
 
-use managed_agents_agentcore::emulator::{AgentCoreEmulator, EmulatorOptions};
-use managed_agents_agentcore::{InvokeSettings, OutputStream, run_command};
+use managed_agents_agentcore::emulator::{
+    AgentCoreEmulator, EmulatorOptions, HARNESS_ARN, SERVER_TOOL, is_harness_arn, reasoning_blocks,
+};
+use managed_agents_agentcore::{BedrockAgentCore, OutputStream, run_command};
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptToolCall, ScriptTurn};
-use managed_agents_core::{Error, Session, SessionOptions, ToolResult};
+use managed_agents_core::{
+    Error, Event, LiveEvents, OpenConnection, OpenRequest, Provider, RetryPolicy, Session, SessionOptions, ToolResult,
+    ToolUse, TurnInput,
+};
 use serde_json::json;
 
 fn options(emulator: &AgentCoreEmulator) -> SessionOptions {
@@ -23,9 +28,7 @@ async fn every_resume_echoes_the_calls_before_their_results() {
         .turn(ScriptTurn::tool_call("tooluse_c", "store", json!({"v": 1})))
         .turn(ScriptTurn::text("done"));
     let emulator =
-        AgentCoreEmulator::with_options(script, EmulatorOptions { reuse_block_index: true, ..Default::default() })
-            .await
-            .unwrap();
+        AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_reuse_block_index(true)).await.unwrap();
     let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
     assert_eq!(result.text, "done");
     assert_eq!(result.custom_tool_uses[0].input, json!({"q": "déjà vu"}), "fragments joined, index reuse survived");
@@ -59,7 +62,7 @@ async fn a_truncated_stream_is_retried_and_then_reported_as_early_termination() 
     assert_eq!(result.text, "complete answer");
     assert_eq!(emulator.requests().len(), 2, "cut short once, then served");
 
-    let every = EmulatorOptions { truncate_every_call: true, ..Default::default() };
+    let every = EmulatorOptions::default().with_truncate_every_call(true);
     let emulator = AgentCoreEmulator::with_options(Script::new().turn(truncated()), every).await.unwrap();
     let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
     let Error::Provider { kind, .. } = error.root() else { panic!("{error:?}") };
@@ -74,7 +77,7 @@ async fn an_exception_frame_is_typed_and_never_retried() {
     let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
     let Error::Provider { kind, message, retryable, .. } = error.root() else { panic!("{error:?}") };
     assert_eq!(kind.as_deref(), Some("ValidationException"), "the same name as the HTTP error's");
-    assert_eq!((message.as_str(), *retryable), ("bad tool schema", false));
+    assert_eq!((message.as_str(), *retryable), ("bad tool schema (reason: FieldValidationFailed)", false));
     assert_eq!(emulator.requests().len(), 1);
 }
 
@@ -94,8 +97,9 @@ async fn throttling_is_retried_and_validation_errors_are_not() {
     .await
     .unwrap();
     let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
-    let Error::Provider { kind, .. } = error.root() else { panic!("{error:?}") };
+    let Error::Provider { kind, message, .. } = error.root() else { panic!("{error:?}") };
     assert_eq!(kind.as_deref(), Some("ValidationException"));
+    assert_eq!(message, "injected failure (reason: FieldValidationFailed)", "the reason survives an HTTP error too");
     assert_eq!(emulator.requests().len(), 1);
 }
 
@@ -106,8 +110,7 @@ async fn a_stall_hits_the_idle_timeout() {
     )
     .await
     .unwrap();
-    let settings = InvokeSettings { idle_timeout: Duration::from_millis(200), ..InvokeSettings::default() };
-    let provider = emulator.provider().with_settings(settings);
+    let provider = emulator.provider_builder().idle_timeout(Duration::from_millis(200)).build().unwrap();
     let error = Session::run(&provider, EchoTools, options(&emulator)).await.unwrap_err();
     assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }), "{error:?}");
     assert_eq!(emulator.requests().len(), 1, "a stall inside the stream is not retried");
@@ -196,4 +199,194 @@ async fn events_reach_the_handler_while_the_call_is_still_open() {
     let run = options(&emulator).timeout(Duration::from_secs(10));
     let result = Session::run(&emulator.provider(), ReleaseOnFirstDelta(gate), run).await.unwrap();
     assert_eq!(result.text, "streamed live");
+}
+
+fn deltas<'a>(events: &'a [Event], kind: &str) -> Vec<&'a serde_json::Value> {
+    events.iter().filter_map(|e| e.get("contentBlockDelta")?.pointer("/delta")?.get(kind)).collect()
+}
+
+#[tokio::test]
+async fn reasoning_reaches_the_events_and_is_echoed_with_its_signature_before_the_calls() {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_calls([
+            ScriptToolCall::new("tooluse_a", "lookup", json!({"q": "a"})),
+            ScriptToolCall::new("tooluse_b", "lookup", json!({"q": "b"})),
+        ]))
+        .turn(ScriptTurn::tool_call("tooluse_c", "store", json!({"v": 1})))
+        .turn(ScriptTurn::text("done"));
+    let emulator =
+        AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_reasoning(true)).await.unwrap();
+    // The emulator refuses a resume that does not echo its reasoning, so the run succeeding is half the proof.
+    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+    assert_eq!(result.text, "done");
+
+    let (text, signature, redacted) = reasoning_blocks(0);
+    let reasoning = deltas(&result.events, "reasoningContent");
+    assert_eq!(reasoning.len(), 3 * 4, "per call: two text deltas, a signature, redacted bytes");
+    let joined: String = reasoning[..2].iter().filter_map(|r| r["text"].as_str()).collect();
+    assert_eq!(joined, text);
+    assert_eq!(reasoning[2]["signature"], json!(signature));
+    let encoded = reasoning[3]["redactedContent"].as_str().unwrap();
+    assert_eq!(aws_smithy_types::base64::decode(encoded).unwrap(), redacted, "the bytes survive, not a count");
+
+    let requests = emulator.requests();
+    for (call, request) in requests.iter().enumerate().skip(1) {
+        let (text, signature, redacted) = reasoning_blocks(call - 1);
+        let echo = &request.body["messages"][0];
+        assert_eq!(echo["role"], "assistant");
+        let content = echo["content"].as_array().unwrap();
+        assert_eq!(content[0], json!({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}}));
+        assert_eq!(
+            content[1],
+            json!({"reasoningContent": {"redactedContent": aws_smithy_types::base64::encode(&redacted)}})
+        );
+        assert!(content[2..].iter().all(|b| b.get("toolUse").is_some()), "the calls follow, in order: {content:?}");
+    }
+    assert_eq!(requests[1].body["messages"][0]["content"].as_array().unwrap().len(), 4);
+    assert_eq!(requests[1].body["messages"][0]["content"][3]["toolUse"]["toolUseId"], "tooluse_b");
+}
+
+#[tokio::test]
+async fn a_resume_without_the_reasoning_is_a_validation_error_naming_reason_and_fields() {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("tooluse_a", "lookup", json!({"q": "a"})))
+        .turn(ScriptTurn::text("never"));
+    let emulator =
+        AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_reasoning(true)).await.unwrap();
+    let provider = emulator.provider();
+    let mut request = OpenRequest::default();
+    request.agent_id = Some(emulator.harness_arn());
+    let Ok(OpenConnection::RequestResponse(mut first)) = provider.open(request.clone()).await else { panic!() };
+    let kickoff = TurnInput::Kickoff { prompt: "Go.".into(), outcome: None };
+    first.poll_turn(kickoff, LiveEvents::discard()).await.unwrap();
+    // A new connection on the same runtime session has not seen the reasoning: it can echo only the call.
+    request.session_id = first.session_id();
+    let Ok(OpenConnection::RequestResponse(mut second)) = provider.open(request).await else { panic!() };
+    let resume = TurnInput::ToolResults {
+        tool_uses: vec![ToolUse::new("tooluse_a", "lookup", json!({"q": "a"}))],
+        results: vec![ToolResult::ok("tooluse_a", "found")],
+    };
+    let error = second.poll_turn(resume, LiveEvents::discard()).await.unwrap_err();
+    let Error::Provider { kind, message, retryable, .. } = &error else { panic!("{error:?}") };
+    assert_eq!(kind.as_deref(), Some("ValidationException"));
+    assert!(!retryable);
+    assert!(message.contains("(reason: FieldValidationFailed; fields: messages: "), "{message}");
+    assert_eq!(emulator.requests().len(), 2, "never retried");
+}
+
+#[tokio::test]
+async fn cache_tokens_reach_the_usage() {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("tooluse_a", "lookup", json!({})).with_usage(100, 20))
+        .turn(ScriptTurn::text("ok").with_usage(150, 5));
+    let emulator =
+        AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_cache_usage(30, 7)).await.unwrap();
+    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+    let usage = &result.usage;
+    assert_eq!((usage.input_tokens, usage.output_tokens), (250, 25));
+    assert_eq!((usage.cache_read_input_tokens, usage.cache_creation_input_tokens), (60, 14));
+    let metadata: Vec<&serde_json::Value> = result.events.iter().filter_map(|e| e.get("metadata")).collect();
+    assert_eq!(metadata.len(), 2);
+    assert_eq!(metadata[0]["usage"]["cacheWriteInputTokens"], 7, "the raw event keeps the wire's name");
+}
+
+#[tokio::test]
+async fn server_tool_calls_and_their_results_are_observed_not_run() {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("tooluse_a", "lookup", json!({"q": "a"})))
+        .turn(ScriptTurn::text("done"));
+    let emulator = AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_server_tool_results(true))
+        .await
+        .unwrap();
+    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+    assert_eq!(result.text, "done");
+    assert_eq!(result.custom_tool_uses, vec![ToolUse::new("tooluse_a", "lookup", json!({"q": "a"}))]);
+    assert_eq!(
+        result.server_tool_uses,
+        vec![
+            ToolUse::new("srvtooluse_0", SERVER_TOOL, json!({"query": "step 0"})),
+            ToolUse::new("srvtooluse_1", SERVER_TOOL, json!({"query": "step 1"})),
+        ]
+    );
+    let starts: Vec<&serde_json::Value> =
+        result.events.iter().filter_map(|e| e.get("contentBlockStart")?.pointer("/start/toolResult")).collect();
+    assert_eq!(starts[0], &json!({"toolUseId": "srvtooluse_0", "status": "success"}));
+    let parts = deltas(&result.events, "toolResult");
+    assert_eq!(parts[0], &json!([{"text": "found step 0"}, {"json": {"hits": 1, "source": "emulator"}}]));
+    let metadata = deltas(&result.events, "toolResultMetadata");
+    assert_eq!(metadata[0], &json!({"metadata": "{\"latencyMs\":3}"}));
+    let echo = &emulator.requests()[1].body["messages"][0]["content"];
+    assert_eq!(echo.as_array().unwrap().len(), 1, "only the client's call is echoed: {echo}");
+    assert_eq!(echo[0]["toolUse"]["toolUseId"], "tooluse_a");
+}
+
+#[tokio::test]
+async fn the_emulated_harness_arn_follows_the_service_pattern_and_others_are_refused() {
+    assert!(is_harness_arn(HARNESS_ARN));
+    assert!(is_harness_arn("arn:aws-us-gov:bedrock-agentcore:us-gov-west-1:000000000000:harness/A_b-0123456789"));
+    for wrong in [
+        "arn:aws:bedrock-agentcore:us-east-1:000000000000:harness/emulated",
+        "arn:aws:bedrock-agentcore:us-east-1:00000000000:harness/emulated-0123456789",
+        "arn:aws:bedrock:us-east-1:000000000000:harness/emulated-0123456789",
+        "arn:aws:bedrock-agentcore:us-east-1:000000000000:harness/9lives-0123456789",
+        "arn:aws:bedrock-agentcore:us-east-1:000000000000:harness/emulated-012345678",
+        "arn:aws:bedrock-agentcore:us-east-1:000000000000:runtime/emulated-0123456789",
+    ] {
+        assert!(!is_harness_arn(wrong), "{wrong}");
+    }
+    let emulator = AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("ok"))).await.unwrap();
+    let run = options(&emulator).agent_id("arn:aws:bedrock-agentcore:us-east-1:000000000000:harness/emulated");
+    let error = Session::run(&emulator.provider(), EchoTools, run).await.unwrap_err();
+    let Error::Provider { kind, .. } = error.root() else { panic!("{error:?}") };
+    assert_eq!(kind.as_deref(), Some("ValidationException"));
+}
+
+#[tokio::test]
+async fn the_builder_refuses_what_cannot_work_and_its_knobs_reach_the_wire() {
+    let emulator = AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("ok"))).await.unwrap();
+    let refused = |result: Result<BedrockAgentCore, Error>| match result {
+        Err(Error::InvalidOption { option, .. }) => option,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(refused(BedrockAgentCore::builder().build()), "client");
+    let regionless = aws_sdk_bedrockagentcore::Client::from_conf(
+        aws_sdk_bedrockagentcore::Config::builder()
+            .behavior_version(aws_sdk_bedrockagentcore::config::BehaviorVersion::latest())
+            .build(),
+    );
+    assert_eq!(refused(BedrockAgentCore::builder().client(regionless).build()), "region");
+    assert_eq!(refused(emulator.provider_builder().idle_timeout(Duration::ZERO).build()), "idle_timeout");
+    assert_eq!(refused(emulator.provider_builder().request_timeout(Duration::ZERO).build()), "request_timeout");
+    let nonsense = RetryPolicy::default().with_initial(Duration::from_secs(9)).with_max(Duration::from_secs(1));
+    assert!(emulator.provider_builder().retry(nonsense).build().is_err(), "an invalid retry policy is refused");
+
+    let provider = emulator
+        .provider_builder()
+        .idle_timeout(Duration::from_secs(7))
+        .request_timeout(Duration::from_secs(8))
+        .retry(RetryPolicy::none())
+        .qualifier("live_endpoint")
+        .build()
+        .unwrap();
+    assert_eq!((provider.idle_timeout(), provider.request_timeout()), (Duration::from_secs(7), Duration::from_secs(8)));
+    assert_eq!((provider.retry(), provider.qualifier()), (RetryPolicy::none(), Some("live_endpoint")));
+    Session::run(&provider, EchoTools, options(&emulator)).await.unwrap();
+    assert!(emulator.requests()[0].path.ends_with("&qualifier=live_endpoint"), "{}", emulator.requests()[0].path);
+}
+
+#[tokio::test]
+async fn a_shared_sdk_config_builds_a_working_client() {
+    use aws_sdk_bedrockagentcore::config::{BehaviorVersion, Credentials, Region, SharedCredentialsProvider};
+    let emulator = AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("via SdkConfig"))).await.unwrap();
+    // No HTTP client in the configuration: the builder supplies its own.
+    let config = aws_config::SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new("AKID", "secret", None, None, "test")))
+        .endpoint_url(emulator.endpoint())
+        .build();
+    let provider = BedrockAgentCore::builder().sdk_config(&config).build().unwrap();
+    let result = Session::run(&provider, EchoTools, options(&emulator)).await.unwrap();
+    assert_eq!(result.text, "via SdkConfig");
+    assert!(emulator.requests()[0].signed);
 }

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use managed_agents_core::Error;
 use managed_agents_core::http::{
-    Bytes, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, RetryPolicy, Secret, read_body,
+    Bytes, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, RetryPolicy, Secret, Uri,
+    read_body,
 };
 use serde_json::{Value, json};
 
@@ -20,12 +21,13 @@ pub const FILES_BETA: &str = "files-api-2025-04-14";
 /// Page size when listing a session's events.
 pub const EVENTS_PAGE_SIZE: u32 = 100;
 
-/// How the client reaches the API. Built by [`ClaudeClient::builder`].
+/// How the client reaches the API. Built by [`ClaudeClient::builder`] (or [`ClaudeClient::from_env`]).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ClaudeConfig {
-    /// The API root (default `https://api.anthropic.com`, env `ANTHROPIC_BASE_URL`).
+    /// The API root (default `https://api.anthropic.com`).
     pub base_url: String,
-    /// The API key (env `ANTHROPIC_API_KEY`).
+    /// The API key.
     pub api_key: Secret,
     /// The `anthropic-version` header.
     pub anthropic_version: String,
@@ -36,7 +38,7 @@ pub struct ClaudeConfig {
     /// The limit for a response (head and body) of a JSON call.
     pub request_timeout: Duration,
     /// The longest silence on the event stream (the server sends keepalives) before it counts as dropped.
-    pub stream_idle_timeout: Duration,
+    pub idle_timeout: Duration,
     /// Retries for requests safe to repeat; posts of events are only repeated when certainly unprocessed.
     pub retry: RetryPolicy,
 }
@@ -50,14 +52,21 @@ impl fmt::Debug for ClaudeConfig {
             .field("beta", &self.beta)
             .field("files_beta", &self.files_beta)
             .field("request_timeout", &self.request_timeout)
-            .field("stream_idle_timeout", &self.stream_idle_timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .field("retry", &self.retry)
             .finish()
     }
 }
 
-/// Builds a [`ClaudeClient`]: explicit values, then the environment, then defaults.
-#[derive(Debug, Default)]
+/// The default limit for one JSON call.
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default longest silence on the event stream.
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Builds a [`ClaudeClient`] from explicit values and defaults. [`ClaudeClientBuilder::new`] (and
+/// [`ClaudeClient::builder`]) never read the environment; [`ClaudeClientBuilder::from_env`] starts from it.
+#[derive(Debug, Default, Clone)]
+#[must_use]
 pub struct ClaudeClientBuilder {
     base_url: Option<String>,
     api_key: Option<Secret>,
@@ -65,18 +74,30 @@ pub struct ClaudeClientBuilder {
     beta: Option<String>,
     files_beta: Option<String>,
     request_timeout: Option<Duration>,
-    stream_idle_timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
     retry: Option<RetryPolicy>,
 }
 
 impl ClaudeClientBuilder {
-    /// The API root.
+    /// An empty builder: nothing is read from the environment.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A builder pre-filled from the environment: the API key from `ANTHROPIC_API_KEY` and the API root from
+    /// `ANTHROPIC_BASE_URL`, each when set and not blank. Values set afterwards win.
+    pub fn from_env() -> Self {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Self { base_url: env("ANTHROPIC_BASE_URL"), api_key: env("ANTHROPIC_API_KEY").map(Secret::new), ..Self::new() }
+    }
+
+    /// The API root (default `https://api.anthropic.com`).
     pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
         self.base_url = Some(base_url.into());
         self
     }
 
-    /// The API key.
+    /// The API key (required).
     pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
         self.api_key = Some(Secret::new(api_key));
         self
@@ -100,40 +121,64 @@ impl ClaudeClientBuilder {
         self
     }
 
-    /// The limit for one JSON call (default 60 s).
+    /// The limit for one JSON call, response head and body (default 60 s; must not be zero).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = Some(timeout);
         self
     }
 
-    /// The longest silence on the event stream (default 10 min; the server sends keepalives).
-    pub fn stream_idle_timeout(mut self, timeout: Duration) -> Self {
-        self.stream_idle_timeout = Some(timeout);
+    /// The longest silence on the event stream before it counts as dropped (default 10 min; the server sends
+    /// keepalives; must not be zero).
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = Some(timeout);
         self
     }
 
-    /// The retry policy (default: 3 retries, 1 s doubling with jitter, honouring `retry-after`).
+    /// The retry policy (default: [`RetryPolicy::default`], honouring `retry-after`; checked with
+    /// [`RetryPolicy::validate`]).
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = Some(retry);
         self
     }
 
-    /// Builds the client; fails without an API key.
+    /// Builds the client. Fails with [`Error::InvalidOption`] without an API key, with a key that cannot be
+    /// sent as a header, with a base URL that is not an absolute `http(s)` URL, with a zero timeout, or with an
+    /// invalid retry policy.
     pub fn build(self) -> Result<ClaudeClient, Error> {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let api_key = self
-            .api_key
-            .or_else(|| env("ANTHROPIC_API_KEY").map(Secret::new))
-            .ok_or_else(|| Error::invalid_option("api_key", "no API key given (set it, or ANTHROPIC_API_KEY)"))?;
+        let api_key = self.api_key.ok_or_else(|| {
+            Error::invalid_option("api_key", "no API key given (set one, or build from_env with ANTHROPIC_API_KEY)")
+        })?;
+        if HeaderValue::try_from(api_key.expose()).is_err() {
+            return Err(Error::invalid_option("api_key", "not a valid header value"));
+        }
+        let base_url = self.base_url.unwrap_or_else(|| DEFAULT_BASE_URL.into());
+        let root = base_url.trim_end_matches('/');
+        match root.parse::<Uri>() {
+            Ok(uri)
+                if matches!(uri.scheme_str(), Some("http" | "https"))
+                    && uri.authority().is_some()
+                    && uri.query().is_none() => {}
+            _ => return Err(Error::invalid_option("base_url", "not an absolute http(s) URL without a query")),
+        }
+        let request_timeout = self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        if request_timeout.is_zero() {
+            return Err(Error::invalid_option("request_timeout", "must not be zero"));
+        }
+        let idle_timeout = self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT);
+        if idle_timeout.is_zero() {
+            return Err(Error::invalid_option("idle_timeout", "must not be zero"));
+        }
+        let retry = self.retry.unwrap_or_default();
+        retry.validate()?;
         let config = ClaudeConfig {
-            base_url: self.base_url.or_else(|| env("ANTHROPIC_BASE_URL")).unwrap_or_else(|| DEFAULT_BASE_URL.into()),
+            base_url,
             api_key,
             anthropic_version: self.anthropic_version.unwrap_or_else(|| ANTHROPIC_VERSION.into()),
             beta: self.beta.unwrap_or_else(|| MANAGED_AGENTS_BETA.into()),
             files_beta: self.files_beta.unwrap_or_else(|| FILES_BETA.into()),
-            request_timeout: self.request_timeout.unwrap_or(Duration::from_secs(60)),
-            stream_idle_timeout: self.stream_idle_timeout.unwrap_or(Duration::from_secs(600)),
-            retry: self.retry.unwrap_or_default(),
+            request_timeout,
+            idle_timeout,
+            retry,
         };
         Ok(ClaudeClient { http: HttpClient::new(Duration::from_secs(10))?, config })
     }
@@ -180,9 +225,15 @@ fn query_string(query: &[(&str, String)]) -> String {
 }
 
 impl ClaudeClient {
-    /// A builder.
+    /// A builder that never reads the environment: set at least the API key.
     pub fn builder() -> ClaudeClientBuilder {
-        ClaudeClientBuilder::default()
+        ClaudeClientBuilder::new()
+    }
+
+    /// A client configured from the environment: `ANTHROPIC_API_KEY` (required) and `ANTHROPIC_BASE_URL`
+    /// (optional); the same as `ClaudeClientBuilder::from_env().build()`.
+    pub fn from_env() -> Result<Self, Error> {
+        ClaudeClientBuilder::from_env().build()
     }
 
     /// The configuration.
@@ -204,7 +255,7 @@ impl ClaudeClient {
             Beta::Both => format!("{},{}", self.config.files_beta, self.config.beta),
         };
         let url = format!("{}{}", self.config.base_url.trim_end_matches('/'), path_and_query);
-        let mut key = managed_agents_core::http::HeaderValue::try_from(self.config.api_key.expose())
+        let mut key = HeaderValue::try_from(self.config.api_key.expose())
             .map_err(|_| Error::invalid_option("api_key", "not a valid header value"))?;
         key.set_sensitive(true);
         let builder = Request::builder()
@@ -256,8 +307,7 @@ impl ClaudeClient {
         if bytes.is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&bytes)
-            .map_err(|e| Error::malformed("API response", e.to_string(), String::from_utf8_lossy(&bytes)))
+        serde_json::from_slice(&bytes).map_err(|e| Error::malformed("API response", e.to_string(), excerpt(&bytes)))
     }
 
     async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Error> {
@@ -389,7 +439,7 @@ impl ClaudeClient {
             }
             let page = self.list_events(session_id, &query).await?;
             let Some(data) = page.get("data").and_then(Value::as_array) else {
-                return Err(Error::malformed("event page", "no `data` array", page.to_string()));
+                return Err(Error::malformed("event page", "no `data` array", excerpt(page.to_string().as_bytes())));
             };
             events.extend(data.iter().cloned());
             match page.get("next_page").and_then(Value::as_str).filter(|next| !next.is_empty()) {
@@ -412,8 +462,8 @@ impl ClaudeClient {
     }
 
     /// The stream's idle timeout.
-    pub fn stream_idle_timeout(&self) -> Duration {
-        self.config.stream_idle_timeout
+    pub fn idle_timeout(&self) -> Duration {
+        self.config.idle_timeout
     }
 
     /// `GET /v1/sessions/{id}/resources`.
@@ -477,6 +527,15 @@ impl ClaudeClient {
     }
 }
 
+/// The most bytes of network input an error keeps (`Error::Malformed::raw`).
+pub(crate) const MAX_RAW_BYTES: usize = 4096;
+
+/// At most [`MAX_RAW_BYTES`] of `bytes`, lossily decoded: what an error keeps of network input (never the
+/// whole body, which can be megabytes of model output).
+pub(crate) fn excerpt(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_RAW_BYTES)]).into_owned()
+}
+
 /// The part content type the upload declares, from the file's extension.
 pub fn content_type(filename: &str) -> &'static str {
     let extension = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
@@ -508,6 +567,34 @@ mod tests {
         let client = ClaudeClient::builder().api_key("sk-ant-secret").base_url("http://127.0.0.1:1").build().unwrap();
         let printed = format!("{client:?}");
         assert!(!printed.contains("sk-ant-secret") && printed.contains("redacted"), "{printed}");
+    }
+
+    #[test]
+    fn build_validates_instead_of_panicking_later() {
+        let base = || ClaudeClient::builder().api_key("k");
+        let option = |result: Result<ClaudeClient, Error>| match result {
+            Err(Error::InvalidOption { option, .. }) => option,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(option(ClaudeClient::builder().build()), "api_key");
+        assert_eq!(option(ClaudeClient::builder().api_key("bad\nkey").build()), "api_key");
+        assert_eq!(option(base().base_url("not a url").build()), "base_url");
+        assert_eq!(option(base().base_url("ftp://example.com").build()), "base_url");
+        assert_eq!(option(base().request_timeout(Duration::ZERO).build()), "request_timeout");
+        assert_eq!(option(base().idle_timeout(Duration::ZERO).build()), "idle_timeout");
+        let mut jitter = RetryPolicy::default();
+        jitter.jitter = f64::NAN;
+        assert!(matches!(base().retry(jitter).build(), Err(Error::InvalidOption { .. })));
+        let extreme = base().request_timeout(Duration::MAX).idle_timeout(Duration::MAX).build().unwrap();
+        assert_eq!(extreme.idle_timeout(), Duration::MAX);
+        let trailing = base().base_url("http://127.0.0.1:1/").build().unwrap();
+        assert_eq!(trailing.config().base_url, "http://127.0.0.1:1/");
+    }
+
+    #[test]
+    fn excerpts_are_bounded() {
+        assert_eq!(excerpt(b"short"), "short");
+        assert_eq!(excerpt(&vec![b'x'; MAX_RAW_BYTES * 3]).len(), MAX_RAW_BYTES);
     }
 
     #[test]

@@ -3,12 +3,22 @@
 //! over SSE the way the service does (ids, `session.status_idle` with stop reasons, `requires_action` naming
 //! event ids, `span.model_request_end` with usage) and lists history in pages. It records every request.
 //!
+//! It answers the way the official `anthropic` Python SDK expects (checked with the SDK's strict response
+//! validation by `tests/sdk/claude_sdk_check.py` against the `serve_claude_emulator` example): `x-api-key` or an
+//! `Authorization: Bearer` token; agent, environment and session records with every field the SDK requires
+//! (`created_at`, `updated_at`, `metadata`, the model as `{id, speed}`, a session's `usage` and `stats` …);
+//! agent updates as new versions (409 on a stale `version`); `initial_events` on session creation; lists paged with `limit` / `page` / `next_page`
+//! (sessions also `prev_page`), `include_archived`, `order` and `created_at[…]` filters; event lists filtered
+//! by `types[]`, `order` and `created_at[gt|gte|lt|lte]` (against `processed_at`). Timestamps are RFC 3339 from
+//! a clock that never repeats.
+//!
 //! Faults ([`Fault`]): `DropStreamAfter` (open streams close after that many of the turn's events; the rest
 //! reach the history), `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the
 //! events post that would start the turn is refused first, with `retry-after`), `Stall` (the turn starts late),
-//! `MalformedFrame` (a frame of broken JSON first), `StreamException` (an `event: error` frame instead of the
-//! turn). [`EmulatorOptions`] adds CRLF framing, comment heartbeats, a page size, and streams that re-send the
-//! whole history when they open (so a reconnect sees every old event again).
+//! `MalformedFrame` ([`EmulatorOptions::malformed_frames`] undecodable frames right after the turn's first
+//! event), `StreamException` (an `event: error` frame instead of the turn). [`EmulatorOptions`] adds CRLF
+//! framing, comment heartbeats, a page size, and streams that re-send the whole history when they open (so a
+//! reconnect sees every old event again).
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -21,34 +31,86 @@ use managed_agents_conformance::{
     ScriptTurn,
 };
 use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
-use managed_agents_core::http::{Bytes, Method, Response, RetryPolicy, StatusCode};
+use managed_agents_core::http::{Bytes, HeaderValue, Method, Response, RetryPolicy, StatusCode};
 use managed_agents_core::{Mode, Outcome, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::{ClaudeClient, ClaudeManagedAgents, MANAGED_AGENTS_BETA};
 
-/// How the emulator frames and pages.
+mod records;
+
+use records::{Clock, Query, TimeFilter};
+
+/// How the emulator frames and pages. Build with [`EmulatorOptions::default`] and the `with_*` methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EmulatorOptions {
     /// End SSE lines with CRLF instead of LF.
     pub crlf: bool,
     /// Send a `: ping` comment before every event.
     pub heartbeats: bool,
-    /// The most events one history page returns, whatever `limit` asks.
+    /// The most items one page of a list (events, agents, environments, sessions) returns, whatever `limit`
+    /// asks.
     pub page_size: usize,
     /// A newly opened stream first re-sends the session's whole history (events the client already has).
     pub replay_history: bool,
+    /// How many undecodable frames in a row a [`Fault::MalformedFrame`] sends (default 1). They follow the
+    /// turn's first event, so they arrive mid-turn; they alternate between broken JSON and JSON that is not an
+    /// object.
+    pub malformed_frames: usize,
 }
 
 impl Default for EmulatorOptions {
     fn default() -> Self {
-        Self { crlf: false, heartbeats: false, page_size: 100, replay_history: false }
+        Self { crlf: false, heartbeats: false, page_size: 100, replay_history: false, malformed_frames: 1 }
     }
 }
 
+impl EmulatorOptions {
+    /// With CRLF line ends (or LF).
+    #[must_use]
+    pub fn with_crlf(mut self, crlf: bool) -> Self {
+        self.crlf = crlf;
+        self
+    }
+
+    /// With (or without) a `: ping` comment before every event.
+    #[must_use]
+    pub fn with_heartbeats(mut self, heartbeats: bool) -> Self {
+        self.heartbeats = heartbeats;
+        self
+    }
+
+    /// With at most `page_size` items per page of a list.
+    #[must_use]
+    pub fn with_page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// With (or without) new streams re-sending the session's whole history first.
+    #[must_use]
+    pub fn with_replay_history(mut self, replay_history: bool) -> Self {
+        self.replay_history = replay_history;
+        self
+    }
+
+    /// With `count` undecodable frames in a row per [`Fault::MalformedFrame`].
+    #[must_use]
+    pub fn with_malformed_frames(mut self, count: usize) -> Self {
+        self.malformed_frames = count;
+        self
+    }
+}
+
+/// Text inside every undecodable frame the emulator sends, so tests can check it never reaches an error's
+/// `Display`.
+pub const MALFORMED_FRAME_MARKER: &str = "raw-frame-content";
+
 /// One request the emulator received.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RecordedRequest {
     /// The method.
     pub method: String,
@@ -85,12 +147,17 @@ struct State {
     files: HashMap<String, (Value, Bytes)>,
     log: InputLog,
     requests: Vec<RecordedRequest>,
+    clock: Clock,
 }
 
 impl State {
     fn id(&mut self, prefix: &str) -> String {
         self.next_id += 1;
         format!("{prefix}_{:04}", self.next_id)
+    }
+
+    fn now(&mut self) -> String {
+        self.clock.now()
     }
 
     fn frame(&self, name: &str, data: &str) -> Bytes {
@@ -136,6 +203,7 @@ impl ClaudeEmulator {
             files: HashMap::new(),
             log: InputLog::new(),
             requests: Vec::new(),
+            clock: Clock::default(),
         }));
         let shared = Arc::clone(&state);
         let server = LoopbackServer::start(move |request| serve(Arc::clone(&shared), request)).await?;
@@ -152,10 +220,15 @@ impl ClaudeEmulator {
         let mut state = lock(&self.state);
         let agent = state.id("agent");
         let environment = state.id("env");
-        state.agents.insert(agent.clone(), json!({"id": agent, "type": "agent", "name": "seeded", "version": 1}));
-        state
-            .environments
-            .insert(environment.clone(), json!({"id": environment, "type": "environment", "name": "seeded"}));
+        let now = state.now();
+        let body = json!({"name": "seeded", "model": "claude-sonnet-4-6"});
+        let body = body.as_object().cloned().unwrap_or_default();
+        if let Ok(record) = records::new_agent(&agent, &now, &body) {
+            state.agents.insert(agent.clone(), record);
+        }
+        if let Ok(record) = records::new_environment(&environment, &now, &body) {
+            state.environments.insert(environment.clone(), record);
+        }
         (agent, environment)
     }
 
@@ -186,35 +259,24 @@ fn not_found(what: &str) -> Response<ResponseBody> {
     error(StatusCode::NOT_FOUND, "not_found_error", &format!("no such {what}"))
 }
 
-fn query_value(query: Option<&str>, key: &str) -> Option<String> {
-    query?.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=')?;
-        (k == key).then(|| percent_decode(v))
-    })
+fn invalid(message: &str) -> Response<ResponseBody> {
+    error(StatusCode::BAD_REQUEST, "invalid_request_error", message)
 }
 
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = text.get(i + 1..i + 3)
-            && let Ok(byte) = u8::from_str_radix(hex, 16)
-        {
-            out.push(byte);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// Whether the request carries a credential: `x-api-key`, or `Authorization: Bearer <token>` (the official
+/// SDKs send either).
+fn authenticated(request: &ReceivedRequest) -> bool {
+    let present =
+        |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
+    let bearer = present("authorization").is_some_and(|value| {
+        value.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer ")) && !value[7..].trim().is_empty()
+    });
+    bearer || present("x-api-key").is_some()
 }
 
 async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<ResponseBody> {
     let path = request.uri.path().to_string();
-    let query = request.uri.query().map(str::to_string);
+    let query = Query::parse(request.uri.query());
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let beta = request.headers.get("anthropic-beta").and_then(|v| v.to_str().ok()).map(str::to_string);
     lock(&state).requests.push(RecordedRequest {
@@ -223,8 +285,12 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         beta: beta.clone(),
         body: body.clone(),
     });
-    if request.headers.get("x-api-key").is_none() {
-        return error(StatusCode::UNAUTHORIZED, "authentication_error", "x-api-key header is required");
+    if !authenticated(&request) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "an x-api-key header or an Authorization: Bearer token is required",
+        );
     }
     if request.headers.get("anthropic-version").is_none() {
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "anthropic-version header is required");
@@ -235,13 +301,15 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "the managed-agents beta header is required");
     }
     match (&request.method, segments.as_slice()) {
-        (&Method::POST, ["v1", "agents"]) => create(&state, "agent", "agent", body),
-        (&Method::GET, ["v1", "agents"]) => list(&state, |s| s.agents.values().cloned().collect()),
+        (&Method::POST, ["v1", "agents"]) => create(&state, Kind::Agent, body),
+        (&Method::GET, ["v1", "agents"]) => list(&state, &query, |s| s.agents.values().cloned().collect()),
         (&Method::GET, ["v1", "agents", id]) => get(&state, |s| s.agents.get(*id).cloned(), "agent"),
+        (&Method::POST, ["v1", "agents", id]) => update(&state, Kind::Agent, id, body),
         (&Method::POST, ["v1", "agents", id, "archive"]) => archive(&state, |s| s.agents.get_mut(*id), "agent"),
-        (&Method::POST, ["v1", "environments"]) => create(&state, "env", "environment", body),
-        (&Method::GET, ["v1", "environments"]) => list(&state, |s| s.environments.values().cloned().collect()),
+        (&Method::POST, ["v1", "environments"]) => create(&state, Kind::Environment, body),
+        (&Method::GET, ["v1", "environments"]) => list(&state, &query, |s| s.environments.values().cloned().collect()),
         (&Method::GET, ["v1", "environments", id]) => get(&state, |s| s.environments.get(*id).cloned(), "environment"),
+        (&Method::POST, ["v1", "environments", id]) => update(&state, Kind::Environment, id, body),
         (&Method::POST, ["v1", "environments", id, "archive"]) => {
             archive(&state, |s| s.environments.get_mut(*id), "environment")
         }
@@ -249,13 +317,12 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
             Some(_) => json_response(StatusCode::OK, &json!({"id": id, "type": "environment_deleted"})),
             None => not_found("environment"),
         },
-        (&Method::POST, ["v1", "sessions"]) => create_session(&state, body),
-        (&Method::GET, ["v1", "sessions"]) => {
-            list(&state, |s| s.sessions.values().map(|session| session.record.clone()).collect())
-        }
+        (&Method::POST, ["v1", "sessions"]) => create_session(&state, body).await,
+        (&Method::GET, ["v1", "sessions"]) => list_sessions(&state, &query),
         (&Method::GET, ["v1", "sessions", id]) => {
             get(&state, |s| s.sessions.get(*id).map(|x| x.record.clone()), "session")
         }
+        (&Method::POST, ["v1", "sessions", id]) => update(&state, Kind::Session, id, body),
         (&Method::POST, ["v1", "sessions", id, "archive"]) => {
             archive(&state, |s| s.sessions.get_mut(*id).map(|x| &mut x.record), "session")
         }
@@ -264,7 +331,7 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
             None => not_found("session"),
         },
         (&Method::POST, ["v1", "sessions", id, "events"]) => post_events(&state, id, body).await,
-        (&Method::GET, ["v1", "sessions", id, "events"]) => list_events(&state, id, query.as_deref()),
+        (&Method::GET, ["v1", "sessions", id, "events"]) => list_events(&state, id, &query),
         (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id),
         (&Method::POST, ["v1", "sessions", id, "resources"]) => add_resource(&state, id, body),
         (&Method::GET, ["v1", "sessions", id, "resources"]) => match lock(&state).sessions.get(*id) {
@@ -274,7 +341,7 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         (&Method::DELETE, ["v1", "sessions", id, "resources", resource]) => remove_resource(&state, id, resource),
         (&Method::POST, ["v1", "files"]) => upload(&state, &request),
         (&Method::GET, ["v1", "files"]) => {
-            let scope = query_value(query.as_deref(), "scope_id");
+            let scope = query.get("scope_id");
             let state = lock(&state);
             let data: Vec<Value> = state
                 .files
@@ -296,27 +363,75 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     }
 }
 
-fn create(state: &Mutex<State>, prefix: &str, kind: &str, body: Value) -> Response<ResponseBody> {
-    let Value::Object(mut object) = body else {
-        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "the body must be a JSON object");
-    };
-    if object.get("name").and_then(Value::as_str).is_none() {
-        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "name: field required");
-    }
+/// The kinds of record the emulator keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Agent,
+    Environment,
+    Session,
+}
+
+fn create(state: &Mutex<State>, kind: Kind, body: Value) -> Response<ResponseBody> {
+    let Value::Object(body) = body else { return invalid("the body must be a JSON object") };
     let mut state = lock(state);
-    let id = state.id(prefix);
-    object.insert("id".into(), json!(id));
-    object.insert("type".into(), json!(kind));
-    object.insert("archived_at".into(), Value::Null);
-    if kind == "agent" {
-        object.insert("version".into(), json!(1));
-    }
-    let record = Value::Object(object);
+    let id = state.id(if kind == Kind::Agent { "agent" } else { "env" });
+    let now = state.now();
+    let record = match kind {
+        Kind::Agent => records::new_agent(&id, &now, &body),
+        _ => records::new_environment(&id, &now, &body),
+    };
+    let record = match record {
+        Ok(record) => record,
+        Err(message) => return invalid(&message),
+    };
     match kind {
-        "agent" => state.agents.insert(id, record.clone()),
+        Kind::Agent => state.agents.insert(id, record.clone()),
         _ => state.environments.insert(id, record.clone()),
     };
     json_response(StatusCode::OK, &record)
+}
+
+/// `POST /v1/{agents,environments,sessions}/{id}`: a partial update. An agent gets a new version (a `version`
+/// in the body must match the current one: 409 otherwise).
+fn update(state: &Mutex<State>, kind: Kind, id: &str, body: Value) -> Response<ResponseBody> {
+    let Value::Object(body) = body else { return invalid("the body must be a JSON object") };
+    let mut state = lock(state);
+    let now = state.now();
+    let (record, what) = match kind {
+        Kind::Agent => (state.agents.get_mut(id), "agent"),
+        Kind::Environment => (state.environments.get_mut(id), "environment"),
+        Kind::Session => (state.sessions.get_mut(id).map(|s| &mut s.record), "session"),
+    };
+    let Some(record) = record else { return not_found(what) };
+    if !record["archived_at"].is_null() {
+        return error(StatusCode::CONFLICT, "invalid_request_error", &format!("the {what} is archived"));
+    }
+    let mut updated = record.clone();
+    let applied = match kind {
+        Kind::Agent => {
+            if let Some(expected) = body.get("version").filter(|v| !v.is_null())
+                && *expected != updated["version"]
+            {
+                return error(StatusCode::CONFLICT, "invalid_request_error", "version: does not match the agent");
+            }
+            updated["version"] = json!(updated["version"].as_u64().unwrap_or(1) + 1);
+            records::apply_agent(&mut updated, &body)
+        }
+        Kind::Environment => records::apply_environment(&mut updated, &body),
+        Kind::Session => {
+            if let Some(title) = body.get("title") {
+                updated["title"] = title.clone();
+            }
+            records::merge_metadata(&mut updated, body.get("metadata"));
+            Ok(())
+        }
+    };
+    if let Err(message) = applied {
+        return invalid(&message);
+    }
+    updated["updated_at"] = json!(now);
+    *record = updated.clone();
+    json_response(StatusCode::OK, &updated)
 }
 
 fn get(state: &Mutex<State>, find: impl FnOnce(&State) -> Option<Value>, what: &str) -> Response<ResponseBody> {
@@ -326,10 +441,92 @@ fn get(state: &Mutex<State>, find: impl FnOnce(&State) -> Option<Value>, what: &
     }
 }
 
-fn list(state: &Mutex<State>, all: impl FnOnce(&State) -> Vec<Value>) -> Response<ResponseBody> {
-    let mut data = all(&lock(state));
-    data.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
-    json_response(StatusCode::OK, &json!({"data": data, "next_page": null}))
+/// Whether a cursor is one the emulator made (`page_<offset>`); `Err` answers a bad one.
+fn cursor(query: &Query) -> Result<usize, &'static str> {
+    match query.get("page").filter(|p| !p.is_empty()) {
+        None => Ok(0),
+        Some(page) => page.strip_prefix("page_").and_then(|n| n.parse().ok()).ok_or("page: not a valid cursor"),
+    }
+}
+
+/// One page of `items` (already filtered and ordered): `limit` (default 20, at most the page size), `page`;
+/// `next_page`, and `prev_page` when `bidirectional`.
+fn page(state: &State, items: Vec<Value>, query: &Query, bidirectional: bool) -> Response<ResponseBody> {
+    let start = match cursor(query) {
+        Ok(start) => start,
+        Err(message) => return invalid(message),
+    };
+    let limit =
+        query.get("limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(20).min(state.options.page_size).max(1);
+    let end = start.saturating_add(limit).min(items.len());
+    let data = items.get(start..end).unwrap_or_default().to_vec();
+    let next = (end < items.len()).then(|| format!("page_{end}"));
+    let mut body = json!({"data": data, "next_page": next});
+    if bidirectional {
+        body["prev_page"] = json!((start > 0).then(|| format!("page_{}", start.saturating_sub(limit))));
+    }
+    json_response(StatusCode::OK, &body)
+}
+
+/// Oldest first (by `created_at`, then id), or newest first for `order=desc`; `Err` for another order.
+fn ordered(mut items: Vec<Value>, query: &Query, field: &str) -> Result<Vec<Value>, &'static str> {
+    items.sort_by(|a, b| (a[field].as_str(), a["id"].as_str()).cmp(&(b[field].as_str(), b["id"].as_str())));
+    match query.get("order") {
+        None | Some("asc") => Ok(items),
+        Some("desc") => {
+            items.reverse();
+            Ok(items)
+        }
+        Some(_) => Err("order: must be asc or desc"),
+    }
+}
+
+/// Lists agents or environments: archived ones only with `include_archived=true`; `created_at[…]` filters.
+fn list(state: &Mutex<State>, query: &Query, all: impl FnOnce(&State) -> Vec<Value>) -> Response<ResponseBody> {
+    let state = lock(state);
+    let filter = match TimeFilter::parse(query) {
+        Ok(filter) => filter,
+        Err(message) => return invalid(&message),
+    };
+    let include_archived = query.flag("include_archived");
+    let items: Vec<Value> = all(&state)
+        .into_iter()
+        .filter(|r| include_archived || r["archived_at"].is_null())
+        .filter(|r| filter.admits(r, "created_at"))
+        .collect();
+    match ordered(items, query, "created_at") {
+        Ok(items) => page(&state, items, query, false),
+        Err(message) => invalid(message),
+    }
+}
+
+/// Lists sessions: `agent_id`, `agent_version`, `statuses[]`, `include_archived`, `created_at[…]`, `order`;
+/// pages have `prev_page` too.
+fn list_sessions(state: &Mutex<State>, query: &Query) -> Response<ResponseBody> {
+    let state = lock(state);
+    let filter = match TimeFilter::parse(query) {
+        Ok(filter) => filter,
+        Err(message) => return invalid(&message),
+    };
+    let statuses = query.all("statuses");
+    let include_archived = query.flag("include_archived");
+    let items: Vec<Value> = state
+        .sessions
+        .values()
+        .map(|s| &s.record)
+        .filter(|r| include_archived || r["archived_at"].is_null())
+        .filter(|r| query.get("agent_id").is_none_or(|id| r["agent"]["id"] == id))
+        .filter(|r| {
+            query.get("agent_version").is_none_or(|v| v.parse::<u64>().is_ok_and(|v| r["agent"]["version"] == v))
+        })
+        .filter(|r| statuses.is_empty() || statuses.iter().any(|s| r["status"] == *s))
+        .filter(|r| filter.admits(r, "created_at"))
+        .cloned()
+        .collect();
+    match ordered(items, query, "created_at") {
+        Ok(items) => page(&state, items, query, true),
+        Err(message) => invalid(message),
+    }
 }
 
 fn archive(
@@ -338,82 +535,157 @@ fn archive(
     what: &str,
 ) -> Response<ResponseBody> {
     let mut state = lock(state);
+    let now = state.now();
     match find(&mut state) {
         Some(record) => {
-            record["archived_at"] = json!("2026-11-30T00:00:00Z");
+            record["archived_at"] = json!(now);
+            record["updated_at"] = json!(now);
             json_response(StatusCode::OK, record)
         }
         None => not_found(what),
     }
 }
 
-fn create_session(state: &Mutex<State>, body: Value) -> Response<ResponseBody> {
+/// `POST /v1/sessions`; `initial_events` (at most 50 `user.message` / `user.define_outcome`) are posted to the
+/// new session as if sent right after it was created.
+async fn create_session(state: &Arc<Mutex<State>>, body: Value) -> Response<ResponseBody> {
+    let initial = match body.get("initial_events") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(events)) if events.len() <= 50 => events.clone(),
+        Some(_) => return invalid("initial_events: at most 50 events"),
+    };
+    if initial.iter().any(|e| !matches!(e["type"].as_str(), Some("user.message" | "user.define_outcome"))) {
+        return invalid("initial_events: only user.message and user.define_outcome");
+    }
+    let record = match new_session(state, &body) {
+        Ok(record) => record,
+        Err(response) => return *response,
+    };
+    if !initial.is_empty() {
+        let id = record["id"].as_str().unwrap_or_default();
+        let sent = post_events(state, id, json!({ "events": initial })).await;
+        if !sent.status().is_success() {
+            return sent;
+        }
+    }
+    json_response(StatusCode::OK, &record)
+}
+
+fn new_session(state: &Mutex<State>, body: &Value) -> Result<Value, Box<Response<ResponseBody>>> {
     let agent = match &body["agent"] {
         Value::String(id) => id.clone(),
         Value::Object(reference) => reference.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-        _ => return error(StatusCode::BAD_REQUEST, "invalid_request_error", "agent: field required"),
+        _ => return Err(Box::new(invalid("agent: field required"))),
     };
     let Some(environment_id) = body["environment_id"].as_str().map(str::to_string) else {
-        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "environment_id: field required");
+        return Err(Box::new(invalid("environment_id: field required")));
     };
     let mut state = lock(state);
-    let Some(agent_record) = state.agents.get(&agent).cloned() else { return not_found("agent") };
+    let Some(agent_record) = state.agents.get(&agent).cloned() else { return Err(Box::new(not_found("agent"))) };
     if !state.environments.contains_key(&environment_id) {
-        return not_found("environment");
+        return Err(Box::new(not_found("environment")));
     }
     let id = state.id("sesn");
-    let record = json!({
-        "id": id, "type": "session", "status": "idle", "agent": agent_record, "environment_id": environment_id,
-        "title": body.get("title").cloned().unwrap_or(Value::Null),
-        "metadata": body.get("metadata").cloned().unwrap_or_else(|| json!({})), "resources": [], "archived_at": null,
-    });
+    let now = state.now();
+    let record = records::new_session(&id, &now, &agent_record, &environment_id, body);
     state.sessions.insert(id, SessionState { record: record.clone(), ..SessionState::default() });
-    json_response(StatusCode::OK, &record)
+    Ok(record)
 }
 
 fn open_stream(state: &Mutex<State>, session_id: &str) -> Response<ResponseBody> {
     let mut state = lock(state);
     let heartbeat =
         state.options.heartbeats.then(|| if state.options.crlf { ": connected\r\n\r\n" } else { ": connected\n\n" });
+    let Some(history) = state.sessions.get(session_id).map(|s| s.history.clone()) else {
+        return not_found("session");
+    };
+    let replayed: Vec<Bytes> = if state.options.replay_history {
+        history.iter().map(|e| state.frame(e["type"].as_str().unwrap_or("message"), &e.to_string())).collect()
+    } else {
+        Vec::new()
+    };
     let Some(session) = state.sessions.get_mut(session_id) else { return not_found("session") };
     let (sender, body) = ResponseBody::unbounded();
     if let Some(line) = heartbeat {
         let _ = sender.send(Ok(Bytes::from_static(line.as_bytes())));
     }
+    for frame in replayed {
+        let _ = sender.send(Ok(frame));
+    }
     session.streams.push(sender);
     let mut response = Response::new(body);
-    response.headers_mut().insert("content-type", "text/event-stream".parse().expect("static header value"));
+    response.headers_mut().insert("content-type", HeaderValue::from_static("text/event-stream"));
     response
 }
 
-fn list_events(state: &Mutex<State>, session_id: &str, query: Option<&str>) -> Response<ResponseBody> {
+/// Lists a session's events: `types[]`, `order`, `created_at[…]` (against `processed_at`), pages.
+fn list_events(state: &Mutex<State>, session_id: &str, query: &Query) -> Response<ResponseBody> {
     let state = lock(state);
     let Some(session) = state.sessions.get(session_id) else { return not_found("session") };
-    let limit = query_value(query, "limit")
-        .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(20)
-        .min(state.options.page_size)
-        .max(1);
-    let start =
-        query_value(query, "page").and_then(|p| p.strip_prefix("page_").and_then(|n| n.parse().ok())).unwrap_or(0usize);
-    let end = (start + limit).min(session.history.len());
-    let data = session.history.get(start..end).unwrap_or_default().to_vec();
-    let next = (end < session.history.len()).then(|| format!("page_{end}"));
-    json_response(StatusCode::OK, &json!({"data": data, "next_page": next}))
+    let filter = match TimeFilter::parse(query) {
+        Ok(filter) => filter,
+        Err(message) => return invalid(&message),
+    };
+    let types = query.all("types");
+    let mut events: Vec<Value> = session
+        .history
+        .iter()
+        .filter(|e| types.is_empty() || types.iter().any(|t| e["type"] == *t))
+        .filter(|e| filter.admits(e, "processed_at"))
+        .cloned()
+        .collect();
+    match query.get("order") {
+        None | Some("asc") => {}
+        Some("desc") => events.reverse(),
+        Some(_) => return invalid("order: must be asc or desc"),
+    }
+    page(&state, events, query, false)
+}
+
+/// Keeps a session's record current with one of its events: status, cumulative usage, `updated_at`.
+fn track(record: &mut Value, event: &Value, now: &str) {
+    let status = match event["type"].as_str() {
+        Some("session.status_running") => Some("running"),
+        Some("session.status_idle") => Some("idle"),
+        Some("session.status_rescheduled") => Some("rescheduling"),
+        Some("session.status_terminated") => Some("terminated"),
+        _ => None,
+    };
+    if let Some(status) = status {
+        record["status"] = json!(status);
+    }
+    if event["type"] == "span.model_request_end" {
+        for field in ["input_tokens", "output_tokens", "cache_read_input_tokens"] {
+            let total =
+                record["usage"][field].as_u64().unwrap_or(0) + event["model_usage"][field].as_u64().unwrap_or(0);
+            record["usage"][field] = json!(total);
+        }
+    }
+    record["updated_at"] = json!(now);
 }
 
 /// Appends `events` to a session's history and sends them to its open streams, applying the delivery faults.
 fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faults: &[Fault]) {
     let frames: Vec<Bytes> =
         events.iter().map(|e| state.frame(e["type"].as_str().unwrap_or("message"), &e.to_string())).collect();
-    let malformed = faults.contains(&Fault::MalformedFrame).then(|| state.frame("agent.message", "{\"broken\": "));
+    let malformed: Vec<Bytes> = if faults.contains(&Fault::MalformedFrame) {
+        (0..state.options.malformed_frames)
+            .map(|n| match n % 2 {
+                0 => state.frame("agent.message", &format!("{{\"broken\": \"{MALFORMED_FRAME_MARKER}")),
+                _ => state.frame("agent.message", &format!("[\"{MALFORMED_FRAME_MARKER}\"]")),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let now = state.now();
     let Some(session) = state.sessions.get_mut(session_id) else { return };
+    for event in &events {
+        track(&mut session.record, event, &now);
+    }
     session.history.extend(events);
     let drop_after = Fault::drop_after_in(faults);
     let copies = if faults.contains(&Fault::DuplicateEvents) { 2 } else { 1 };
-    if let Some(frame) = malformed {
-        session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
-    }
     for (index, frame) in frames.iter().enumerate() {
         if drop_after == Some(index) {
             session.streams.clear();
@@ -421,6 +693,11 @@ fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faults: &[Fault
         }
         for _ in 0..copies {
             session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
+        }
+        if index == 0 {
+            for bad in &malformed {
+                session.streams.retain(|s| s.send(Ok(bad.clone())).is_ok());
+            }
         }
     }
     if drop_after.is_some_and(|after| after >= frames.len()) {
@@ -431,8 +708,8 @@ fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faults: &[Fault
 fn stamp(state: &mut State, mut event: Value, id: Option<String>) -> Value {
     let id = id.unwrap_or_else(|| state.id("sevt"));
     event["id"] = json!(id);
-    if event.get("processed_at").is_none() {
-        event["processed_at"] = json!("2026-11-30T00:00:00Z");
+    if event.get("processed_at").is_none_or(Value::is_null) {
+        event["processed_at"] = json!(state.now());
     }
     event
 }
@@ -440,7 +717,9 @@ fn stamp(state: &mut State, mut event: Value, id: Option<String>) -> Value {
 /// The events of a scripted turn, and the calls it waits on.
 fn turn_events(state: &mut State, turn: &ScriptTurn) -> (Vec<Value>, Vec<ScriptToolCall>, bool) {
     let mut events = vec![stamp(state, json!({"type": "session.status_running"}), None)];
-    events.push(stamp(state, json!({"type": "span.model_request_start"}), None));
+    let start = stamp(state, json!({"type": "span.model_request_start"}), None);
+    let start_id = start["id"].clone();
+    events.push(start);
     if !turn.text.is_empty() {
         let message = json!({"type": "agent.message", "content": [{"type": "text", "text": turn.text.concat()}]});
         events.push(stamp(state, message, None));
@@ -450,7 +729,9 @@ fn turn_events(state: &mut State, turn: &ScriptTurn) -> (Vec<Value>, Vec<ScriptT
         events.push(stamp(state, event, Some(call.id.clone())));
     }
     if let Some(usage) = turn.usage {
-        let span = json!({"type": "span.model_request_end", "model_usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}});
+        let span = json!({"type": "span.model_request_end", "model_request_start_id": start_id, "is_error": false,
+            "model_usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "speed": "standard"}});
         events.push(stamp(state, span, None));
     }
     let split = turn.has(&Fault::SplitRequiresAction);
@@ -545,6 +826,10 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
         let mut results = Vec::new();
         for event in events {
             let Value::Object(_) = &event else { continue };
+            let mut event = event;
+            if event["type"] == "user.define_outcome" && event.get("outcome_id").is_none() {
+                event["outcome_id"] = json!(guard.id("outc"));
+            }
             let echo = stamp(&mut guard, event.clone(), None);
             echoed.push(echo.clone());
             emit(&mut guard, session_id, vec![echo], &[]);
@@ -605,9 +890,16 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
 fn add_resource(state: &Mutex<State>, session_id: &str, body: Value) -> Response<ResponseBody> {
     let mut guard = lock(state);
     let id = guard.id("sesrsc");
+    let now = guard.now();
     let Some(session) = guard.sessions.get_mut(session_id) else { return not_found("session") };
     let mut resource = body;
     resource["id"] = json!(id);
+    if resource.get("mount_path").is_none_or(Value::is_null) {
+        let file = resource["file_id"].as_str().unwrap_or("file").to_string();
+        resource["mount_path"] = json!(format!("/mnt/session/uploads/{file}"));
+    }
+    resource["created_at"] = json!(now);
+    resource["updated_at"] = json!(now);
     if let Some(list) = session.record["resources"].as_array_mut() {
         list.push(resource.clone());
     }
@@ -656,16 +948,27 @@ fn upload(state: &Mutex<State>, request: &ReceivedRequest) -> Response<ResponseB
     };
     let mut guard = lock(state);
     let id = guard.id("file");
-    let meta = json!({"id": id, "type": "file", "filename": filename, "size_bytes": bytes.len(), "scope_id": null});
+    let now = guard.now();
+    let mime_type = crate::content_type(&filename);
+    let meta = json!({"id": id, "type": "file", "filename": filename, "mime_type": mime_type,
+        "size_bytes": bytes.len(), "created_at": now, "downloadable": true, "scope_id": null});
     guard.files.insert(id, (meta.clone(), bytes));
     json_response(StatusCode::OK, &meta)
 }
 
 /// Runs the conformance suite against [`ClaudeManagedAgents`] through a [`ClaudeEmulator`].
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct ClaudeBackend {
     /// Framing and paging of the emulator.
     pub options: EmulatorOptions,
+}
+
+impl ClaudeBackend {
+    /// A backend whose emulators use `options`.
+    pub fn with_options(options: EmulatorOptions) -> Self {
+        Self { options }
+    }
 }
 
 #[async_trait]
@@ -684,8 +987,7 @@ impl Backend for ClaudeBackend {
     async fn start(&self, script: Script) -> Harness<ClaudeManagedAgents> {
         let emulator =
             ClaudeEmulator::with_options(script, self.options).await.expect("the emulator starts on loopback");
-        let quick =
-            RetryPolicy { initial: Duration::from_millis(5), max: Duration::from_millis(50), ..RetryPolicy::default() };
+        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
         let client = ClaudeClient::builder()
             .base_url(emulator.base_url())
             .api_key("test-key")

@@ -71,8 +71,14 @@ pub fn is_turn_boundary(event: &Event) -> bool {
     matches!(event.kind(), Some(STATUS_IDLE | STATUS_TERMINATED | "session.deleted"))
 }
 
-/// The text blocks of an `agent.message`, concatenated.
+/// The text blocks of an `agent.message`, concatenated (as a live display shows them); `None` for any other
+/// event and for a message without text.
 pub fn text_delta(event: &Event) -> Option<String> {
+    Some(message_texts(event)?.concat()).filter(|text| !text.is_empty())
+}
+
+/// The text blocks of an `agent.message`.
+fn message_texts(event: &Event) -> Option<Vec<&str>> {
     if event.kind() != Some("agent.message") {
         return None;
     }
@@ -88,6 +94,14 @@ pub fn text_delta(event: &Event) -> Option<String> {
 
 fn as_tool_use(event: &Event) -> Option<ToolUse> {
     Some(ToolUse::new(event.id()?, event.str_field("name")?, event.get("input").cloned().unwrap_or_else(|| json!({}))))
+}
+
+/// A server tool use the wire sent without an id, observed under a stable synthetic one (its position in the
+/// turn): ids are required (decision 9), and a server tool call is never answered by the client.
+fn id_less_tool_use(event: &Event, index: usize) -> Option<ToolUse> {
+    let name = event.str_field("name")?;
+    let input = event.get("input").cloned().unwrap_or_else(|| json!({}));
+    Some(ToolUse::new(format!("unidentified_{index}"), name, input))
 }
 
 fn event_ids(stop_reason: &Value) -> Vec<&str> {
@@ -119,7 +133,8 @@ fn terminal_of(stop_reason: Option<&Value>) -> Terminal {
 /// calls observed; usage summed over `span.model_request_end`.
 pub fn normalize(events: &[Event]) -> TurnResult {
     let status = events.iter().rev().find(|e| matches!(e.kind(), Some(STATUS_IDLE | STATUS_TERMINATED)));
-    let stop_reason = status.filter(|s| s.kind() == Some(STATUS_IDLE)).and_then(|s| s.get("stop_reason"));
+    // The raw stop reason of the deciding status, a terminated one's included.
+    let stop_reason = status.and_then(|s| s.get("stop_reason"));
     let terminal = match status.and_then(Event::kind) {
         Some(STATUS_IDLE) => terminal_of(stop_reason),
         _ => Terminal::Terminated,
@@ -131,12 +146,14 @@ pub fn normalize(events: &[Event]) -> TurnResult {
     {
         turn.custom_tool_uses = resolve(&event_ids(stop), events);
     }
-    let texts: Vec<String> = events.iter().filter_map(text_delta).filter(|t| !t.is_empty()).collect();
+    // Every text block of the turn's messages, one per line.
+    let texts: Vec<&str> = events.iter().filter_map(message_texts).flatten().filter(|t| !t.is_empty()).collect();
     turn.text = texts.join("\n");
     turn.server_tool_uses = events
         .iter()
-        .filter(|e| matches!(e.kind(), Some("agent.tool_use" | "agent.mcp_tool_use")))
-        .filter_map(as_tool_use)
+        .enumerate()
+        .filter(|(_, e)| matches!(e.kind(), Some("agent.tool_use" | "agent.mcp_tool_use")))
+        .filter_map(|(index, e)| as_tool_use(e).or_else(|| id_less_tool_use(e, index)))
         .collect();
     for span in events.iter().filter(|e| e.kind() == Some("span.model_request_end")) {
         let Some(raw) = span.get("model_usage").or_else(|| span.get("usage")) else { continue };

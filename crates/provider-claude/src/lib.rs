@@ -6,6 +6,10 @@
 //!
 //! * [`ClaudeManagedAgents`]: the streaming provider (kickoff or outcome, tool results, interrupt, reconnect
 //!   that consolidates from the server's history and re-runs unanswered calls, reattach by session id).
+//! * [`ClaudeManagedAgents::builder`] / [`ClaudeManagedAgents::from_env`]: configuration. Builders never read
+//!   the environment; `from_env` (on the provider, the client and both builders) reads `ANTHROPIC_API_KEY` and
+//!   `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `request_timeout`, `idle_timeout`, `retry`; invalid
+//!   values fail `build()` with a typed error.
 //! * [`ClaudeClient`]: the HTTP API — agents, environments, sessions, events (send, list with paging, stream),
 //!   session resources, files. Retries honour `retry-after`; posting events is never blindly repeated.
 //! * [`events`]: building and interpreting the event vocabulary.
@@ -20,7 +24,7 @@
 //! # #[cfg(feature = "emulator")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), managed_agents_core::Error> {
-//! use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, emulator::ClaudeEmulator};
+//! use managed_agents_claude::{ClaudeManagedAgents, emulator::ClaudeEmulator};
 //! use managed_agents_conformance::{Script, ScriptTurn};
 //! use managed_agents_core::{Session, SessionOptions, tool_fn};
 //! use serde_json::json;
@@ -32,8 +36,8 @@
 //! )
 //! .await
 //! .expect("emulator");
-//! let client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").build()?;
-//! let provider = ClaudeManagedAgents::new(client);
+//! // `builder()` never reads the environment; `ClaudeManagedAgents::from_env()` uses `ANTHROPIC_API_KEY`.
+//! let provider = ClaudeManagedAgents::builder().base_url(emulator.base_url()).api_key("test-key").build()?;
 //! let (agent_id, environment_id) = emulator.seed_agent();
 //! let handler = tool_fn(|_, input| async move {
 //!     Ok((input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)).to_string())
@@ -47,6 +51,7 @@
 //! # fn main() {}
 //! ```
 
+mod builder;
 mod client;
 #[cfg(feature = "emulator")]
 pub mod emulator;
@@ -54,8 +59,10 @@ pub mod events;
 mod provider;
 mod stream;
 
+pub use builder::ClaudeManagedAgentsBuilder;
 pub use client::{
     ANTHROPIC_VERSION, ClaudeClient, ClaudeClientBuilder, ClaudeConfig, DEFAULT_BASE_URL, EVENTS_PAGE_SIZE, FILES_BETA,
     MANAGED_AGENTS_BETA, content_type,
 };
 pub use provider::ClaudeManagedAgents;
+pub use stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;

@@ -1,15 +1,14 @@
 //! The Claude Managed Agents provider.
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, Networking, OpenConnection,
-    OpenRequest, Provider, Reconnected, StreamItem, StreamingConnection, ToolUse, TurnInput, TurnResult,
+    OpenRequest, Provider, Reconnected, SeenIds, StreamItem, StreamingConnection, ToolUse, TurnInput, TurnResult,
 };
 use serde_json::{Value, json};
 
-use crate::client::ClaudeClient;
+use crate::builder::ClaudeManagedAgentsBuilder;
+use crate::client::{ClaudeClient, excerpt};
 use crate::events;
 use crate::stream::EventStream;
 
@@ -33,9 +32,16 @@ impl ClaudeManagedAgents {
         Self { client }
     }
 
-    /// A provider configured from the environment (`ANTHROPIC_API_KEY`, optional `ANTHROPIC_BASE_URL`).
+    /// A builder with the client's knobs (API key, base URL, timeouts, retry policy); it never reads the
+    /// environment.
+    pub fn builder() -> ClaudeManagedAgentsBuilder {
+        ClaudeManagedAgentsBuilder::new()
+    }
+
+    /// A provider configured from the environment: `ANTHROPIC_API_KEY` (required) and `ANTHROPIC_BASE_URL`
+    /// (optional). See [`ClaudeClient::from_env`].
     pub fn from_env() -> Result<Self, Error> {
-        Ok(Self::new(ClaudeClient::builder().build()?))
+        Ok(Self::new(ClaudeClient::from_env()?))
     }
 
     /// The API client, for the endpoints the loop does not use (agents, environments, files …).
@@ -88,7 +94,7 @@ impl Provider for ClaudeManagedAgents {
         let session = client.create_session(body).await?;
         let session_id = id_of(&session, "created session")?;
         let stream = match client.open_stream(&session_id).await {
-            Ok(body) => EventStream::new(body, client.stream_idle_timeout()),
+            Ok(body) => EventStream::new(body, client.idle_timeout()),
             Err(error) => {
                 // Do not leave a session nobody will drive.
                 if let Err(cleanup) = client.delete_session(&session_id).await {
@@ -107,10 +113,6 @@ impl Provider for ClaudeManagedAgents {
 
     fn normalize(&self, events: &[Event]) -> TurnResult {
         events::normalize(events)
-    }
-
-    fn is_turn_boundary(&self, event: &Event) -> bool {
-        events::is_turn_boundary(event)
     }
 
     fn text_delta(&self, event: &Event) -> Option<String> {
@@ -181,7 +183,7 @@ fn id_of(record: &Value, what: &'static str) -> Result<String, Error> {
         .get("id")
         .and_then(Value::as_str)
         .map(str::to_string)
-        .ok_or_else(|| Error::malformed(what, "no `id`", record.to_string()))
+        .ok_or_else(|| Error::malformed(what, "no `id`", excerpt(record.to_string().as_bytes())))
 }
 
 struct ClaudeConnection {
@@ -203,15 +205,15 @@ impl Connection for ClaudeConnection {
 
     /// Opens a new stream first, then lists the whole history, so no event can fall between the two; events
     /// seen twice are dropped by the session's seen set.
-    async fn reconnect(&mut self, seen: &HashSet<String>) -> Result<Reconnected, Error> {
+    async fn reconnect(&mut self, seen: &SeenIds) -> Result<Reconnected, Error> {
         self.stream = None;
         let body = self.client.open_stream(&self.session_id).await?;
         let history = to_events(self.client.list_all_events(&self.session_id).await?);
         // The new stream announces itself (`Connected`), which kicks off a session dropped before its kickoff.
-        self.stream = Some(EventStream::new(body, self.client.stream_idle_timeout()));
+        self.stream = Some(EventStream::new(body, self.client.idle_timeout()));
         let pending = events::unanswered_tool_uses(&history);
         let seen_ids = history.iter().filter_map(Event::id).map(str::to_string).collect();
-        let missed = history.into_iter().filter(|e| e.id().is_none_or(|id| !seen.contains(id))).collect();
+        let missed = seen.unseen(history);
         Ok(Reconnected::new(pending, missed, seen_ids))
     }
 }
@@ -228,5 +230,9 @@ impl StreamingConnection for ClaudeConnection {
             Some(stream) => stream.next_item().await,
             None => StreamItem::Closed,
         }
+    }
+
+    fn is_turn_boundary(&self, event: &Event) -> bool {
+        events::is_turn_boundary(event)
     }
 }

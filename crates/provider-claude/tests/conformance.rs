@@ -1,17 +1,15 @@
-//! The conformance suite against `ClaudeManagedAgents` through its emulator, with LF framing, and with CRLF
-//! framing, comment heartbeats, small history pages and streams that re-send the history after every reconnect.
+//! The conformance suite against `ClaudeManagedAgents` through its emulator, with LF framing (`claude`), and with
+//! CRLF framing, comment heartbeats, small history pages and streams that re-send the history after every
+//! reconnect (`claude-crlf-replays`). Scenarios a backend cannot run show as ignored, with the reason.
 
-mod plain {
-    managed_agents_conformance::conformance_suite!(managed_agents_claude::emulator::ClaudeBackend::default());
-}
+use managed_agents_claude::emulator::{ClaudeBackend, EmulatorOptions};
+use managed_agents_conformance::Suite;
 
-mod crlf_heartbeats_small_pages_replays {
-    managed_agents_conformance::conformance_suite!(managed_agents_claude::emulator::ClaudeBackend {
-        options: managed_agents_claude::emulator::EmulatorOptions {
-            crlf: true,
-            heartbeats: true,
-            page_size: 2,
-            replay_history: true,
-        },
-    });
+fn main() -> std::process::ExitCode {
+    let awkward =
+        EmulatorOptions::default().with_crlf(true).with_heartbeats(true).with_page_size(2).with_replay_history(true);
+    Suite::new()
+        .backend("claude", ClaudeBackend::default())
+        .backend("claude-crlf-replays", ClaudeBackend::with_options(awkward))
+        .run()
 }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use managed_agents_claude::emulator::{ClaudeEmulator, RecordedRequest};
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, MANAGED_AGENTS_BETA};
+use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions, MALFORMED_FRAME_MARKER, RecordedRequest};
+use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, MANAGED_AGENTS_BETA, MAX_CONSECUTIVE_MALFORMED_FRAMES};
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::http::RetryPolicy;
@@ -12,14 +12,19 @@ use managed_agents_core::{Error, Notification, ReconnectPolicy, Session, Session
 use serde_json::{Value, json};
 
 fn client(emulator: &ClaudeEmulator) -> ClaudeClient {
-    let quick =
-        RetryPolicy { initial: Duration::from_millis(5), max: Duration::from_millis(50), ..RetryPolicy::default() };
+    let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
     ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick).build().unwrap()
 }
 
 fn session_options(emulator: &ClaudeEmulator) -> SessionOptions {
     let (agent, environment) = emulator.seed_agent();
     SessionOptions::new().agent_id(agent).environment_id(environment).timeout(Duration::from_secs(30))
+}
+
+/// Options for a run that fails when its stream fails, instead of reconnecting: for tests of how a failure
+/// surfaces.
+fn failing_options(emulator: &ClaudeEmulator) -> SessionOptions {
+    session_options(emulator).reconnect_runs(false)
 }
 
 fn posts_of_tool_results(requests: &[RecordedRequest]) -> Vec<String> {
@@ -111,12 +116,7 @@ async fn every_endpoint_sends_the_documented_request() {
 #[tokio::test]
 async fn history_is_listed_page_by_page() {
     let script = Script::new().turn(ScriptTurn::chunks(["a", "b"]).with_usage(1, 1));
-    let emulator = ClaudeEmulator::with_options(
-        script,
-        managed_agents_claude::emulator::EmulatorOptions { page_size: 2, ..Default::default() },
-    )
-    .await
-    .unwrap();
+    let emulator = ClaudeEmulator::with_options(script, EmulatorOptions::default().with_page_size(2)).await.unwrap();
     let provider = ClaudeManagedAgents::new(client(&emulator));
     let result = Session::run(&provider, EchoTools, session_options(&emulator)).await.unwrap();
     let session_id = result.session_id.unwrap();
@@ -144,7 +144,7 @@ async fn a_refused_post_is_retried_only_when_unprocessed() {
     let script =
         Script::new().turn(ScriptTurn::text("never").with_fault(Fault::HttpError { status: 500, retry_after: None }));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
-    let error = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, session_options(&emulator))
+    let error = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, failing_options(&emulator))
         .await
         .unwrap_err();
     let Error::Http { status: 500, body, .. } = error.root() else { panic!("{error:?}") };
@@ -153,16 +153,57 @@ async fn a_refused_post_is_retried_only_when_unprocessed() {
     assert_eq!(posts, 1, "never posted twice");
 }
 
+fn ids(events: &[Value]) -> Vec<String> {
+    let mut ids: Vec<String> = events.iter().filter_map(|e| e["id"].as_str().map(str::to_string)).collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// One undecodable frame in the middle of each turn is skipped: the run completes on its one stream (no
+/// reconnect: they are off, and the stream is opened once) and records every event the server sent exactly once.
 #[tokio::test]
-async fn a_malformed_frame_fails_a_run_with_the_raw_data_kept() {
-    let emulator = ClaudeEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame)))
+async fn an_undecodable_frame_mid_turn_is_skipped() {
+    let script = Script::new()
+        .turn(
+            ScriptTurn::tool_call("toolu_1", "step", json!({"n": 1}))
+                .with_text("one")
+                .with_fault(Fault::MalformedFrame),
+        )
+        .turn(ScriptTurn::text("done").with_usage(3, 2).with_fault(Fault::MalformedFrame));
+    let emulator = ClaudeEmulator::start(script).await.unwrap();
+    let result = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, failing_options(&emulator))
         .await
         .unwrap();
-    let error = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, session_options(&emulator))
-        .await
-        .unwrap_err();
-    let Error::Malformed { raw, .. } = error.root() else { panic!("{error:?}") };
-    assert!(raw.contains("broken"), "{raw}");
+    assert_eq!((result.terminal, result.text.as_str(), result.turns), (Terminal::EndTurn, "done", 2));
+    assert_eq!(posts_of_tool_results(&emulator.requests()), ["toolu_1"]);
+    let streams = emulator.requests().iter().filter(|r| r.path.contains("/events/stream")).count();
+    assert_eq!(streams, 1, "the stream was never reopened");
+    let recorded: Vec<Value> = result.events.iter().map(|e| e.to_value()).collect();
+    let history = emulator.history(result.session_id.as_deref().unwrap());
+    assert_eq!(ids(&recorded), ids(&history), "every event the server sent, each exactly once");
+}
+
+/// Up to `MAX_CONSECUTIVE_MALFORMED_FRAMES` undecodable frames in a row are skipped; one more fails the stream
+/// with a typed error whose message does not carry the frame's content: a run that does not reconnect fails
+/// with it, one that does recovers the turn from the history.
+#[tokio::test]
+async fn more_undecodable_frames_in_a_row_than_the_bound_fail_the_stream() {
+    let run = |count: usize, reconnect: bool| async move {
+        let script = Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame));
+        let options = EmulatorOptions::default().with_malformed_frames(count);
+        let emulator = ClaudeEmulator::with_options(script, options).await.unwrap();
+        let options = session_options(&emulator).reconnect_runs(reconnect);
+        Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, options).await
+    };
+    let bound = MAX_CONSECUTIVE_MALFORMED_FRAMES as usize;
+    assert_eq!(run(bound, false).await.unwrap().text, "x", "{bound} bad frames in a row are skipped");
+    assert_eq!(run(bound + 1, true).await.unwrap().text, "x", "a reconnect recovers the turn");
+    let error = run(bound + 1, false).await.unwrap_err();
+    let Error::Malformed { what, .. } = error.root() else { panic!("{error:?}") };
+    assert_eq!(*what, "SSE event");
+    let shown = error.to_string();
+    assert!(!shown.contains(MALFORMED_FRAME_MARKER), "raw data in the error's Display: {shown}");
+    assert!(shown.contains(&format!("{} undecodable frames in a row", bound + 1)), "{shown}");
 }
 
 #[tokio::test]
@@ -173,11 +214,11 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     let client = ClaudeClient::builder()
         .base_url(emulator.base_url())
         .api_key("k")
-        .stream_idle_timeout(Duration::from_millis(200))
+        .idle_timeout(Duration::from_millis(200))
         .build()
         .unwrap();
     let error =
-        Session::run(&ClaudeManagedAgents::new(client), EchoTools, session_options(&emulator)).await.unwrap_err();
+        Session::run(&ClaudeManagedAgents::new(client), EchoTools, failing_options(&emulator)).await.unwrap_err();
     assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }), "{error:?}");
 }
 
@@ -199,12 +240,11 @@ async fn a_drop_at_every_position_posts_each_result_once() {
             script[dropped] = script[dropped].clone().with_fault(Fault::DropStreamAfter { events: position });
             let emulator = ClaudeEmulator::start(script.into_iter().fold(Script::new(), Script::turn)).await.unwrap();
             let provider = Arc::new(ClaudeManagedAgents::new(client(&emulator)));
-            let quick = ReconnectPolicy {
-                initial: Duration::from_millis(1),
-                max: Duration::from_millis(5),
-                jitter: 0.0,
-                max_attempts: Some(20),
-            };
+            let quick = ReconnectPolicy::default()
+                .with_initial(Duration::from_millis(1))
+                .with_max(Duration::from_millis(5))
+                .with_jitter(0.0)
+                .with_max_attempts(Some(20));
             let options = session_options(&emulator).reconnect_policy(quick);
             let mut session = Session::start(provider, EchoTools, options).await.unwrap();
             let context = format!("turn {dropped}, drop after {position}");
@@ -304,9 +344,111 @@ async fn provisioning_creates_agent_and_environment_and_teardown_archives_both()
 async fn an_error_frame_after_the_200_is_a_typed_error() {
     let fault = Fault::StreamException { kind: "overloaded_error".into(), message: "Overloaded".into() };
     let emulator = ClaudeEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(fault))).await.unwrap();
-    let error = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, session_options(&emulator))
+    let error = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, failing_options(&emulator))
         .await
         .unwrap_err();
     let Error::Provider { kind, message, retryable, .. } = error.root() else { panic!("{error:?}") };
     assert_eq!((kind.as_deref(), message.as_str(), *retryable), (Some("overloaded_error"), "Overloaded", true));
+}
+
+/// What the official SDKs rely on: a bearer token is a credential as well as `x-api-key` (and no credential is
+/// a 401); records carry their required fields; event lists honour `types[]`, `order` and `created_at[…]`.
+#[tokio::test]
+async fn the_emulator_answers_as_the_sdks_expect() {
+    use managed_agents_core::http::{HttpClient, Request, RequestBody};
+    let script = Script::new().turn(ScriptTurn::tool_call("toolu_1", "step", json!({}))).turn(ScriptTurn::text("hi"));
+    let emulator = ClaudeEmulator::start(script).await.unwrap();
+    let http = HttpClient::new(Duration::from_secs(5)).unwrap();
+    let status = |credential: Option<(&'static str, &'static str)>| {
+        let mut request = Request::get(format!("{}/v1/agents?beta=true", emulator.base_url()))
+            .header("anthropic-version", "2023-06-01")
+            .header("anthropic-beta", MANAGED_AGENTS_BETA);
+        if let Some((name, value)) = credential {
+            request = request.header(name, value);
+        }
+        let request = request.body(RequestBody::default()).unwrap();
+        let http = http.clone();
+        async move { http.send(request, Duration::from_secs(5)).await.unwrap().status().as_u16() }
+    };
+    assert_eq!(status(Some(("authorization", "Bearer a-token"))).await, 200);
+    assert_eq!(status(Some(("x-api-key", "a-key"))).await, 200);
+    assert_eq!(status(Some(("authorization", "Bearer "))).await, 401);
+    assert_eq!(status(None).await, 401);
+
+    let client = client(&emulator);
+    let agent = client.create_agent(json!({"name": "a", "model": "claude-sonnet-4-6"})).await.unwrap();
+    for field in ["created_at", "updated_at", "metadata", "tools", "skills", "mcp_servers", "execution_identity"] {
+        assert!(!agent[field].is_null(), "agent.{field} missing: {agent}");
+    }
+    assert_eq!(agent["model"], json!({"id": "claude-sonnet-4-6", "speed": "standard"}));
+    let updated = client.update_agent(agent["id"].as_str().unwrap(), json!({"version": 1, "system": "s"})).await;
+    assert_eq!(updated.unwrap()["version"], 2);
+
+    let provider = ClaudeManagedAgents::new(client.clone());
+    let result = Session::run(&provider, EchoTools, session_options(&emulator)).await.unwrap();
+    let session_id = result.session_id.unwrap();
+    let session = client.get_session(&session_id).await.unwrap();
+    for field in ["created_at", "updated_at", "usage", "stats", "vault_ids", "outcome_evaluations", "resources"] {
+        assert!(!session[field].is_null(), "session.{field} missing: {session}");
+    }
+    assert_eq!(session["status"], "idle");
+    let history = emulator.history(&session_id);
+    let span_start = history.iter().find(|e| e["type"] == "span.model_request_start").unwrap();
+    let span_end = history.iter().find(|e| e["type"] == "span.model_request_end");
+    assert!(span_end.is_none_or(|end| end["model_request_start_id"] == span_start["id"]));
+
+    let list = |query: Vec<(&'static str, String)>| {
+        let client = client.clone();
+        let session_id = session_id.clone();
+        async move {
+            let page = client.list_events(&session_id, &query).await.unwrap();
+            page["data"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+        }
+    };
+    let all: Vec<String> = history.iter().map(|e| e["id"].as_str().unwrap().to_string()).collect();
+    let of_type = |kind: &str| -> Vec<String> {
+        history.iter().filter(|e| e["type"] == kind).map(|e| e["id"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(list(vec![("types[]", "agent.custom_tool_use".into())]).await, of_type("agent.custom_tool_use"));
+    let mut reversed = all.clone();
+    reversed.reverse();
+    assert_eq!(list(vec![("order", "desc".into())]).await, reversed);
+    let cut = history[history.len() / 2]["processed_at"].as_str().unwrap().to_string();
+    assert_eq!(list(vec![("created_at[gt]", cut.clone())]).await, all[history.len() / 2 + 1..]);
+    assert_eq!(list(vec![("created_at[lte]", cut)]).await, all[..=history.len() / 2]);
+    let bad = client.list_events(&session_id, &[("created_at[gt]", "yesterday".into())]).await.unwrap_err();
+    assert!(matches!(bad, Error::Http { status: 400, .. }), "{bad:?}");
+}
+
+/// `initial_events` start the session's first turn at creation; anything but user messages and outcomes is
+/// refused.
+#[tokio::test]
+async fn initial_events_kick_a_session_off_at_creation() {
+    let emulator = ClaudeEmulator::start(Script::new().turn(ScriptTurn::text("started"))).await.unwrap();
+    let client = client(&emulator);
+    let (agent, environment) = emulator.seed_agent();
+    let refused = client
+        .create_session(json!({"agent": agent, "environment_id": environment,
+            "initial_events": [{"type": "user.interrupt"}]}))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::Http { status: 400, .. }), "{refused:?}");
+    let session = client
+        .create_session(json!({"agent": agent, "environment_id": environment,
+            "initial_events": [{"type": "user.message", "content": [{"type": "text", "text": "go"}]}]}))
+        .await
+        .unwrap();
+    let session_id = session["id"].as_str().unwrap().to_string();
+    let ended = async {
+        loop {
+            let history = emulator.history(&session_id);
+            if history.iter().any(|e| e["type"] == "session.status_idle") {
+                return history;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let history = tokio::time::timeout(Duration::from_secs(10), ended).await.unwrap();
+    assert_eq!(history[0]["type"], "user.message");
+    assert!(history.iter().any(|e| e["type"] == "agent.message" && e["content"][0]["text"] == "started"));
 }

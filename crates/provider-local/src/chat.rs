@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use managed_agents_core::http::{
     Bytes, HeaderName, HeaderValue, HttpClient, Method, Replay, Request, RequestBody, RetryPolicy, Secret, SseBody,
-    read_body,
+    Uri, read_body,
 };
 use managed_agents_core::{Error, Event, LiveEvents};
 use serde_json::{Value, json};
@@ -17,6 +17,7 @@ use crate::wire;
 
 /// One chat-completions request, in the OpenAI shape.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ChatRequest {
     /// The model.
     pub model: String,
@@ -28,8 +29,10 @@ pub struct ChatRequest {
     pub stream: bool,
 }
 
-/// One chat completion, assembled.
+/// One chat completion, assembled. A custom [`ChatBackend`] makes one with [`ChatResponse::new`] and sets the
+/// other fields as it knows them.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ChatResponse {
     /// The assistant message (`role`, `content`, `tool_calls`).
     pub message: Value,
@@ -43,6 +46,20 @@ pub struct ChatResponse {
     pub raw: Option<Value>,
 }
 
+impl ChatRequest {
+    /// A request for `model` with `messages`, no tools, not streamed.
+    pub fn new(model: impl Into<String>, messages: Vec<Value>) -> Self {
+        Self { model: model.into(), messages, tools: Vec::new(), stream: false }
+    }
+}
+
+impl ChatResponse {
+    /// A response made of the assistant `message`: no finish reason, usage, events or raw completion.
+    pub fn new(message: Value) -> Self {
+        Self { message, finish_reason: None, usage: None, events: Vec::new(), raw: None }
+    }
+}
+
 /// Makes one chat-completions call. Streaming backends report each chunk through `live` as it arrives.
 #[async_trait]
 pub trait ChatBackend: Send + Sync {
@@ -50,8 +67,10 @@ pub trait ChatBackend: Send + Sync {
     async fn complete(&self, request: ChatRequest, live: &LiveEvents) -> Result<ChatResponse, Error>;
 }
 
-/// Where and how [`HttpChat`] calls.
+/// Where and how [`HttpChat`] calls. Start from [`HttpChatConfig::new`] and set the fields you need;
+/// [`HttpChat::new`] checks them.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct HttpChatConfig {
     /// The API root, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`.
     pub base_url: String,
@@ -65,6 +84,53 @@ pub struct HttpChatConfig {
     pub idle_timeout: Duration,
     /// Retries of 408, 429, 5xx and transport errors; never once a response has started streaming.
     pub retry: RetryPolicy,
+}
+
+impl HttpChatConfig {
+    /// Calls to `base_url` with no key and no extra header, a 600 s request timeout, a 300 s idle timeout and the
+    /// default retry policy.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: None,
+            headers: Vec::new(),
+            request_timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(300),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Checks every field, so that no request can fail on the configuration later: the base URL is an `http` or
+    /// `https` URL, the key and headers are valid header values, the timeouts are not zero and the retry policy
+    /// is valid. Values are never echoed (a misplaced secret stays out of the error).
+    pub fn validate(&self) -> Result<(), Error> {
+        let url = chat_url(&self.base_url);
+        let uri: Uri = url.parse().map_err(|_| Error::invalid_option("base_url", "not a valid URL"))?;
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+            return Err(Error::invalid_option("base_url", "must be an http:// or https:// URL with a host"));
+        }
+        if let Some(key) = &self.api_key {
+            HeaderValue::try_from(format!("Bearer {}", key.expose()))
+                .map_err(|_| Error::invalid_option("api_key", "not a valid header value"))?;
+        }
+        for (name, value) in &self.headers {
+            HeaderName::try_from(name.as_str())
+                .map_err(|_| Error::invalid_option("headers", "a header name is not valid"))?;
+            HeaderValue::try_from(value.as_str())
+                .map_err(|_| Error::invalid_option("headers", format!("the value of header `{name}` is not valid")))?;
+        }
+        if self.request_timeout.is_zero() {
+            return Err(Error::invalid_option("request_timeout", "must be longer than zero"));
+        }
+        if self.idle_timeout.is_zero() {
+            return Err(Error::invalid_option("idle_timeout", "must be longer than zero"));
+        }
+        self.retry.validate()
+    }
+}
+
+fn chat_url(base_url: &str) -> String {
+    format!("{}/chat/completions", base_url.trim_end_matches('/'))
 }
 
 impl fmt::Debug for HttpChatConfig {
@@ -88,13 +154,14 @@ pub struct HttpChat {
 }
 
 impl HttpChat {
-    /// A client for `config`.
+    /// A client for `config`, once [`HttpChatConfig::validate`] accepts it.
     pub fn new(config: HttpChatConfig) -> Result<Self, Error> {
+        config.validate()?;
         Ok(Self { client: HttpClient::new(Duration::from_secs(10))?, config })
     }
 
     fn request(&self, body: &Bytes) -> Result<Request<RequestBody>, Error> {
-        let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
+        let url = chat_url(&self.config.base_url);
         let mut builder = Request::builder()
             .method(Method::POST)
             .uri(&url)
@@ -108,12 +175,12 @@ impl HttpChat {
         }
         for (name, value) in &self.config.headers {
             let name = HeaderName::try_from(name.as_str())
-                .map_err(|_| Error::invalid_option("headers", format!("`{name}` is not a header name")))?;
+                .map_err(|_| Error::invalid_option("headers", "a header name is not valid"))?;
             let value = HeaderValue::try_from(value.as_str())
                 .map_err(|_| Error::invalid_option("headers", format!("the value of `{name}` is not valid")))?;
             builder = builder.header(name, value);
         }
-        builder.body(RequestBody::new(body.clone())).map_err(|e| Error::invalid_option("base_url", e.to_string()))
+        builder.body(RequestBody::new(body.clone())).map_err(|_| Error::invalid_option("base_url", "not a valid URL"))
     }
 
     async fn streamed(
@@ -152,13 +219,23 @@ impl HttpChat {
     }
 }
 
+/// The most characters of a server's error message an error keeps (it is shown by `Display`).
+const MAX_MESSAGE_CHARS: usize = 512;
+
+/// An error object the server put in the stream. Its message is the server's own words, shown bounded; its
+/// `type` is kept only when it looks like an identifier.
 fn stream_error(error: &Value) -> Error {
-    Error::Provider {
-        provider: "local".to_string(),
-        kind: error.get("type").and_then(Value::as_str).map(str::to_string),
-        message: error.get("message").and_then(Value::as_str).unwrap_or("error in the stream").to_string(),
-        retryable: false,
-    }
+    let message = error.get("message").and_then(Value::as_str).unwrap_or("error in the stream");
+    let message = match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &message[..cut]),
+        None => message.to_string(),
+    };
+    let kind = error
+        .get("type")
+        .and_then(Value::as_str)
+        .filter(|kind| kind.len() <= 64 && kind.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)))
+        .map(str::to_string);
+    Error::Provider { provider: "local".to_string(), kind, message, retryable: false }
 }
 
 /// Reads a non-streamed completion into its parts; a body without `choices[0].message` is malformed.
@@ -200,5 +277,23 @@ impl ChatBackend for HttpChat {
         let raw: Value = serde_json::from_slice(&bytes)
             .map_err(|e| Error::malformed("chat completion", e.to_string(), String::from_utf8_lossy(&bytes)))?;
         parse_completion(raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_error_keeps_a_bounded_message_and_an_identifier_kind() {
+        let long = "x".repeat(10_000);
+        let Error::Provider { message, kind, .. } = stream_error(&json!({"message": long, "type": "server_error"}))
+        else {
+            panic!("a provider error")
+        };
+        assert_eq!(message.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert_eq!(kind.as_deref(), Some("server_error"));
+        let Error::Provider { kind, .. } = stream_error(&json!({"type": "not an identifier\n"})) else { panic!() };
+        assert_eq!(kind, None);
     }
 }

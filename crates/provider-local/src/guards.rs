@@ -9,8 +9,10 @@ use managed_agents_core::{ToolResult, ToolUse};
 pub const DUPLICATE_DIRECTIVE: &str = "You already called this tool with exactly these arguments in this \
     conversation; its result is above. Do not repeat the call: use that result, or call a different tool.";
 
-/// How the guards behave.
+/// How the guards behave. Start from [`GuardSettings::default`] and change what you need with the `with_*`
+/// methods (or the public fields). Every value is safe: `max_turns` 0 behaves as 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GuardSettings {
     /// Answer a call repeated with the same name and arguments within a request from the history, instead of
     /// running it again (default on).
@@ -26,6 +28,32 @@ pub struct GuardSettings {
 impl Default for GuardSettings {
     fn default() -> Self {
         Self { dedupe: true, corrective_after: 2, max_turns: 50, terminal_tool: None }
+    }
+}
+
+impl GuardSettings {
+    /// With duplicate calls answered from the history (`true`) or run again (`false`).
+    pub fn with_dedupe(mut self, dedupe: bool) -> Self {
+        self.dedupe = dedupe;
+        self
+    }
+
+    /// With a corrective directive after `errors` consecutive errors of one tool (0 turns it off).
+    pub fn with_corrective_after(mut self, errors: u32) -> Self {
+        self.corrective_after = errors;
+        self
+    }
+
+    /// With `max_turns` model calls per request, the last one getting a final-turn directive.
+    pub fn with_max_turns(mut self, max_turns: u32) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// With the tool the final-turn directive asks the model to call.
+    pub fn with_terminal_tool(mut self, tool: impl Into<String>) -> Self {
+        self.terminal_tool = Some(tool.into());
+        self
     }
 }
 
@@ -69,7 +97,7 @@ impl GuardState {
                 self.succeeded.insert((tool_use.name.clone(), tool_use.input.to_string()));
                 continue;
             }
-            *streak += 1;
+            *streak = streak.saturating_add(1);
             if settings.corrective_after > 0 && *streak >= settings.corrective_after {
                 directives.push(format!(
                     "The tool `{}` failed {} times in a row (last error: {}). Check its arguments against its \
@@ -83,7 +111,7 @@ impl GuardState {
 
     /// The final-turn directive, once, when the next model call is the last one allowed.
     pub(crate) fn final_turn(&mut self, settings: &GuardSettings) -> Option<String> {
-        if self.final_turn_sent || self.polls + 1 < settings.max_turns {
+        if self.final_turn_sent || self.polls.saturating_add(1) < settings.max_turns {
             return None;
         }
         self.final_turn_sent = true;

@@ -6,6 +6,9 @@
 //!
 //! * [`Local`]: the provider (streaming or not, retries with `retry-after`, tool-call assembly robust to
 //!   servers that omit `index` or repeat ids, transcript for reattach, weak-model [`GuardSettings`]).
+//!   [`Local::builder`] takes only what it is given; [`Local::from_env`] (or [`LocalBuilder::from_env`], to
+//!   override part of it) reads `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL`. Every setting is
+//!   checked by `build()`: a bad one is an error there, never a panic later.
 //! * [`ChatBackend`]: the seam to put any other client behind it; [`HttpChat`] is the built-in hyper one.
 //! * `emulator` feature: [`emulator::ChatEmulator`], an OpenAI-compatible server on loopback that plays a
 //!   conformance script, and [`emulator::LocalBackend`] to run the conformance suite.

@@ -22,8 +22,8 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// An in-process agent loop over any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM,
 /// llama.cpp, gateways …). Cheap to clone.
 ///
-/// Configuration is explicit value → environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`) →
-/// default. Per run, [`SessionOptions::model`](managed_agents_core::SessionOptions::model) picks the model and the
+/// [`Local::builder`] takes only what it is given; [`Local::from_env`] (or [`LocalBuilder::from_env`], to override
+/// some of it) reads `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL`. Per run, [`SessionOptions::model`](managed_agents_core::SessionOptions::model) picks the model and the
 /// provider options `base_url` / `api_key` point the run at another endpoint (gateway lanes).
 #[derive(Clone)]
 pub struct Local {
@@ -57,9 +57,17 @@ impl Local {
     /// What the provider supports: a client-held transcript, and the model chosen per run.
     pub const CAPABILITIES: Capabilities = Capabilities::none().with_transcript().with_runtime_model();
 
-    /// A builder with nothing set.
+    /// A builder with nothing set. It never reads the environment: what is not set gets its default (base URL
+    /// [`DEFAULT_BASE_URL`], no API key), and the model must be set.
     pub fn builder() -> LocalBuilder {
         LocalBuilder::default()
+    }
+
+    /// A provider configured from the environment: `OPENAI_BASE_URL` (else [`DEFAULT_BASE_URL`]),
+    /// `OPENAI_API_KEY` (optional: local servers need none) and `OPENAI_MODEL` (required). The same as
+    /// `LocalBuilder::from_env().build()`; start from [`LocalBuilder::from_env`] to add tools or override a value.
+    pub fn from_env() -> Result<Local, Error> {
+        LocalBuilder::from_env().build()
     }
 
     /// The model runs use unless a session picks another.
@@ -95,20 +103,42 @@ impl fmt::Debug for LocalBuilder {
     }
 }
 
+/// The default limit for a response head (and a whole non-streamed response).
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// The default longest silence between streamed chunks.
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
 impl LocalBuilder {
-    /// The API root (else `OPENAI_BASE_URL`, else `https://api.openai.com/v1`).
+    /// A builder with nothing set, like [`Local::builder`]; it never reads the environment.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A builder holding what the environment sets — `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`
+    /// (empty values count as unset) — which later calls may override.
+    pub fn from_env() -> Self {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Self {
+            base_url: env("OPENAI_BASE_URL"),
+            api_key: env("OPENAI_API_KEY").map(Secret::new),
+            model: env("OPENAI_MODEL"),
+            ..Self::default()
+        }
+    }
+
+    /// The API root (default [`DEFAULT_BASE_URL`]): an `http` or `https` URL, e.g. `http://localhost:11434/v1`.
     pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
         self.base_url = Some(base_url.into());
         self
     }
 
-    /// The API key (else `OPENAI_API_KEY`; optional for local servers).
+    /// The API key, sent as a bearer token (default: none, which local servers accept).
     pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
         self.api_key = Some(Secret::new(api_key));
         self
     }
 
-    /// The model (else `OPENAI_MODEL`; required).
+    /// The model (required).
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
         self
@@ -150,19 +180,22 @@ impl LocalBuilder {
     }
 
     /// The limit for a response head (and a whole non-streamed response, which arrives only once the model is
-    /// done); default 600 s. A request that hits it is not retried (the server may still be generating).
+    /// done); default 600 s; zero is refused by [`build`](Self::build), a huge value means no limit. A request
+    /// that hits it is not retried (the server may still be generating).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = Some(timeout);
         self
     }
 
-    /// The longest silence between streamed chunks; default 300 s.
+    /// The longest silence between streamed chunks; default 300 s; zero is refused by [`build`](Self::build), a
+    /// huge value means no limit.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = Some(timeout);
         self
     }
 
-    /// The retry policy (default: 3 retries, 1 s doubling, with jitter, honouring `retry-after`).
+    /// The retry policy (default: 3 retries, 1 s doubling, with jitter, honouring `retry-after`); checked by
+    /// [`build`](Self::build) with [`RetryPolicy::validate`].
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = Some(retry);
         self
@@ -180,21 +213,22 @@ impl LocalBuilder {
         self
     }
 
-    /// Builds the provider.
+    /// Builds the provider. It reads nothing from the environment, and every setting is checked here: a missing
+    /// or empty model, a zero timeout, an invalid retry policy, base URL or header is an
+    /// [`Error::InvalidOption`].
     pub fn build(self) -> Result<Local, Error> {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let model = self
-            .model
-            .or_else(|| env("OPENAI_MODEL"))
-            .ok_or_else(|| Error::invalid_option("model", "no model given (set it, or OPENAI_MODEL)"))?;
-        let http = HttpChatConfig {
-            base_url: self.base_url.or_else(|| env("OPENAI_BASE_URL")).unwrap_or_else(|| DEFAULT_BASE_URL.into()),
-            api_key: self.api_key.or_else(|| env("OPENAI_API_KEY").map(Secret::new)),
-            headers: self.headers,
-            request_timeout: self.request_timeout.unwrap_or(Duration::from_secs(600)),
-            idle_timeout: self.idle_timeout.unwrap_or(Duration::from_secs(300)),
-            retry: self.retry.unwrap_or_default(),
-        };
+        let model = self.model.filter(|model| !model.trim().is_empty()).ok_or_else(|| {
+            Error::invalid_option("model", "no model given (set `model`, or OPENAI_MODEL for `from_env`)")
+        })?;
+        let mut http = HttpChatConfig::new(self.base_url.unwrap_or_else(|| DEFAULT_BASE_URL.into()));
+        http.api_key = self.api_key;
+        http.headers = self.headers;
+        http.request_timeout = self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        http.idle_timeout = self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT);
+        http.retry = self.retry.unwrap_or_default();
+        // Checked even with a custom chat backend: a per-run `base_url` or `api_key` is refused there, but the
+        // settings must still make sense.
+        http.validate()?;
         let custom_chat = self.chat.is_some();
         let chat: Arc<dyn ChatBackend> = match self.chat {
             Some(chat) => chat,
@@ -368,7 +402,7 @@ impl RequestResponseConnection for LocalConnection {
             if let Some(text) = self.guards.final_turn(&self.guards_settings) {
                 events.push(self.directive("final_turn", text));
             }
-            self.guards.polls += 1;
+            self.guards.polls = self.guards.polls.saturating_add(1);
             let request = ChatRequest {
                 model: self.model.clone(),
                 messages: self.history.clone(),

@@ -86,11 +86,13 @@ pub fn tool_uses(message: &Value) -> Vec<ToolUse> {
 
 /// The usage object of a chat completion, normalised: `input_tokens` counts uncached prompt tokens.
 pub fn usage(raw: &Value) -> Option<Usage> {
-    if !raw.is_object() {
+    let prompt = raw.get("prompt_tokens").and_then(Value::as_u64);
+    let completion = raw.get("completion_tokens").and_then(Value::as_u64);
+    // A usage object that counts nothing (absent or null counts, as some servers send) is no usage.
+    if prompt.is_none() && completion.is_none() {
         return None;
     }
-    let prompt = raw.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
-    let completion = raw.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0);
+    let (prompt, completion) = (prompt.unwrap_or(0), completion.unwrap_or(0));
     let cached = raw.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64).unwrap_or(0).min(prompt);
     let mut usage = Usage::new(prompt - cached, completion);
     usage.cache_read_input_tokens = cached;

@@ -1,9 +1,12 @@
-//! The conformance suite against `Local` through its emulator, streaming and not.
+//! The conformance suite against `Local` through its emulator, streaming (`local`) and not (`local-non-streaming`).
+//! Scenarios a backend cannot run show as ignored, with the reason.
 
-mod streaming {
-    managed_agents_conformance::conformance_suite!(managed_agents_local::emulator::LocalBackend::streaming());
-}
+use managed_agents_conformance::Suite;
+use managed_agents_local::emulator::LocalBackend;
 
-mod non_streaming {
-    managed_agents_conformance::conformance_suite!(managed_agents_local::emulator::LocalBackend::non_streaming());
+fn main() -> std::process::ExitCode {
+    Suite::new()
+        .backend("local", LocalBackend::streaming())
+        .backend("local-non-streaming", LocalBackend::non_streaming())
+        .run()
 }

@@ -11,12 +11,12 @@
 use std::time::Duration;
 
 use managed_agents_core::{Session, SessionOptions, TerminalReason, ToolSchema, tool_fn};
-use managed_agents_local::Local;
+use managed_agents_local::LocalBuilder;
 
 #[tokio::test]
 #[ignore = "needs OPENAI_BASE_URL and OPENAI_MODEL pointing at a real tool-calling model"]
 async fn a_real_model_calls_a_local_tool() {
-    let provider = Local::builder()
+    let provider = LocalBuilder::from_env()
         .system_prompt("Use the tools you are given. Answer in one short sentence.")
         .tool(ToolSchema::with_string_params("secret_word", "Returns the secret word for a color", &["color"]))
         .build()

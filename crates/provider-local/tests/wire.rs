@@ -77,8 +77,7 @@ async fn retry_after_is_honoured() {
 
 #[tokio::test]
 async fn server_errors_are_retried_and_client_errors_are_typed_with_their_body() {
-    let fast =
-        RetryPolicy { initial: Duration::from_millis(5), max: Duration::from_millis(20), ..RetryPolicy::default() };
+    let fast = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(20));
     let emulator = ChatEmulator::start(
         Script::new().turn(ScriptTurn::text("ok").with_fault(Fault::HttpError { status: 503, retry_after: None })),
     )
@@ -162,7 +161,7 @@ async fn repeated_tool_errors_bring_a_corrective_and_the_last_call_a_final_turn_
         .turn(ScriptTurn::tool_call("c2", "flaky", json!({"n": 2})))
         .turn(ScriptTurn::text("gave up"));
     let emulator = ChatEmulator::start(script).await.unwrap();
-    let guards = GuardSettings { max_turns: 3, terminal_tool: Some("submit".into()), ..GuardSettings::default() };
+    let guards = GuardSettings::default().with_max_turns(3).with_terminal_tool("submit");
     let provider = provider(&emulator).guards(guards).build().unwrap();
     let failing = tool_fn(|_, _| async { Err("backend down".into()) });
     let result = Session::run(&provider, failing, options()).await.unwrap();

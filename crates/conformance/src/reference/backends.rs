@@ -43,6 +43,7 @@ impl Backend for RequestResponseReferenceBackend {
     fn capabilities(&self) -> BackendCapabilities {
         BackendCapabilities::new(Mode::RequestResponse)
             .with_provider(RequestResponseReference::CAPABILITIES)
+            .with_duplicate_delivery()
             .with_resume()
     }
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::wire;
 use super::world::{SharedWorld, transcript_entry};
-use crate::{InputLog, Script};
+use crate::{Fault, InputLog, Script};
 
 /// An in-memory request/response provider that plays a [`Script`]: each input is one call returning the
 /// turn's events (also reported live as they are produced). It keeps the conversation client-side (transcript
@@ -134,10 +134,14 @@ impl RequestResponseConnection for RequestResponseReferenceConnection {
     async fn poll_turn(&mut self, input: TurnInput, live: LiveEvents) -> Result<Vec<Event>, Error> {
         self.remember_input(&input);
         let played = self.world.lock().accept(&self.session_id, input)?;
-        for event in &played.events {
+        self.remember_turn(&played.events);
+        // A duplicate-delivery fault repeats every event of the turn (same id), as a host retrying internally might.
+        let copies = if played.faults.contains(&Fault::DuplicateEvents) { 2 } else { 1 };
+        let events: Vec<Event> =
+            played.events.iter().flat_map(|event| std::iter::repeat_n(event, copies)).cloned().collect();
+        for event in &events {
             live.emit(event.clone());
         }
-        self.remember_turn(&played.events);
-        Ok(played.events)
+        Ok(events)
     }
 }

@@ -1,10 +1,8 @@
 //! The streaming reference provider.
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use managed_agents_core::{
-    Capabilities, Connection, Error, Event, OpenConnection, OpenRequest, Provider, Reconnected, StreamItem,
+    Capabilities, Connection, Error, Event, OpenConnection, OpenRequest, Provider, Reconnected, SeenIds, StreamItem,
     StreamingConnection, ToolUse, TurnInput, TurnResult,
 };
 use tokio::sync::mpsc;
@@ -78,10 +76,6 @@ impl Provider for StreamingReference {
         wire::normalize(events)
     }
 
-    fn is_turn_boundary(&self, event: &Event) -> bool {
-        wire::is_turn_boundary(event)
-    }
-
     fn text_delta(&self, event: &Event) -> Option<String> {
         wire::text_delta(event)
     }
@@ -108,14 +102,14 @@ impl Connection for StreamingReferenceConnection {
         self.resumed
     }
 
-    async fn reconnect(&mut self, seen: &HashSet<String>) -> Result<Reconnected, Error> {
+    async fn reconnect(&mut self, seen: &SeenIds) -> Result<Reconnected, Error> {
         let mut world = self.world.lock();
         let session = world.session(&self.session_id)?;
         let (sender, receiver) = mpsc::unbounded_channel();
         let _ = sender.send(StreamItem::Connected);
         session.stream = Some(sender);
         self.receiver = receiver;
-        let history = session.history.iter().filter(|e| e.id().is_none_or(|id| !seen.contains(id))).cloned().collect();
+        let history = seen.unseen(session.history.clone());
         let seen_ids = session.history.iter().filter_map(|e| e.id().map(str::to_string)).collect();
         Ok(Reconnected::new(wire::unanswered(&session.history), history, seen_ids))
     }
@@ -133,5 +127,9 @@ impl StreamingConnection for StreamingReferenceConnection {
     async fn next_item(&mut self) -> StreamItem {
         // The world keeps a sender while the stream is up; a dropped sender is a closed stream.
         self.receiver.recv().await.unwrap_or(StreamItem::Closed)
+    }
+
+    fn is_turn_boundary(&self, event: &Event) -> bool {
+        wire::is_turn_boundary(event)
     }
 }

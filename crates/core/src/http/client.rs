@@ -12,8 +12,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 use super::body::read_body;
-use super::retry::{RetryPolicy, retry_after, should_retry_header};
+use super::retry::{retry_after, should_retry_header};
 use crate::Error;
+use crate::RetryPolicy;
 
 /// Which failures a request may be sent again after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +33,7 @@ pub enum Replay {
 impl Replay {
     /// Statuses that mean the server refused the request before processing it.
     pub fn rejected_unprocessed(status: u16) -> bool {
-        matches!(status, 429 | 529)
+        Error::http(status, "", None).is_certainly_unprocessed()
     }
 }
 
@@ -129,8 +130,7 @@ impl HttpClient {
                     let headers = response.headers().clone();
                     let delay = retry_after(&headers);
                     let body = read_body(response.into_body(), 1 << 20, timeout).await.unwrap_or_default();
-                    let error =
-                        Error::Http { status, body: String::from_utf8_lossy(&body).into_owned(), retry_after: delay };
+                    let error = Error::http(status, String::from_utf8_lossy(&body), delay);
                     let verdict = should_retry_header(&headers);
                     let retryable = match replay {
                         Replay::Always | Replay::Safe => verdict.unwrap_or(RetryPolicy::is_retryable_status(status)),

@@ -11,9 +11,11 @@ mod retry;
 pub mod server;
 pub mod sse;
 
+/// The retry policy lives at the crate root (it needs no HTTP); re-exported here for the HTTP client's users.
+pub use crate::RetryPolicy;
 pub use body::{MAX_EVENT_BYTES, SseBody, read_body};
 pub use client::{HttpClient, Replay, RequestBody, Secret};
-pub use retry::{RetryPolicy, retry_after};
+pub use retry::{retry_after, should_retry_header};
 pub use sse::{SseDecoder, SseFrame};
 
 /// Re-exports of the HTTP types the providers build requests with.

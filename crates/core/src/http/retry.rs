@@ -1,53 +1,9 @@
-//! When and how long to wait before trying a request again.
+//! What a server says about retrying: `retry-after` (seconds, milliseconds or an HTTP date) and
+//! `x-should-retry`. The policy itself is [`RetryPolicy`](crate::RetryPolicy).
 
 use std::time::Duration;
 
 use http::HeaderMap;
-
-/// Exponential backoff with jitter for HTTP requests, honouring the server's `retry-after`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt (0 disables retrying).
-    pub max_retries: u32,
-    /// The first delay.
-    pub initial: Duration,
-    /// The largest delay, also the cap on a server's `retry-after`.
-    pub max: Duration,
-    /// The fraction of each computed delay that is random.
-    pub jitter: f64,
-}
-
-impl Default for RetryPolicy {
-    /// 3 retries: about 1 s, 2 s, 4 s (minus up to 20 % jitter), never more than 60 s.
-    fn default() -> Self {
-        Self { max_retries: 3, initial: Duration::from_secs(1), max: Duration::from_secs(60), jitter: 0.2 }
-    }
-}
-
-impl RetryPolicy {
-    /// No retries.
-    pub const fn none() -> Self {
-        Self { max_retries: 0, initial: Duration::ZERO, max: Duration::ZERO, jitter: 0.0 }
-    }
-
-    /// Whether a response with `status` is worth retrying: 408, 409, 425, 429 and every 5xx (Anthropic's 529
-    /// "overloaded" included).
-    pub fn is_retryable_status(status: u16) -> bool {
-        matches!(status, 408 | 409 | 425 | 429 | 500..=599)
-    }
-
-    /// The delay before retry number `retry` (from 1): the server's `retry_after` when given (capped at `max`),
-    /// else `initial × 2^(retry-1)` capped at `max`, shortened by up to `jitter` of itself. `unit` is a uniform
-    /// random number in `[0, 1)`.
-    pub fn delay(&self, retry: u32, retry_after: Option<Duration>, unit: f64) -> Duration {
-        if let Some(after) = retry_after {
-            return after.min(self.max);
-        }
-        let exponent = retry.saturating_sub(1).min(30);
-        let base = self.initial.saturating_mul(1u32 << exponent).min(self.max);
-        base.mul_f64(1.0 - self.jitter.clamp(0.0, 1.0) * unit.clamp(0.0, 1.0))
-    }
-}
 
 /// The server's requested delay: `retry-after-ms` (milliseconds), or `retry-after` in seconds or as an HTTP
 /// date (a date in the past means no wait).
@@ -81,17 +37,8 @@ pub fn should_retry_header(headers: &HeaderMap) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RetryPolicy;
     use http::HeaderValue;
-
-    #[test]
-    fn backoff_doubles_and_honours_retry_after() {
-        let policy = RetryPolicy { jitter: 0.0, ..RetryPolicy::default() };
-        assert_eq!(policy.delay(1, None, 0.9), Duration::from_secs(1));
-        assert_eq!(policy.delay(3, None, 0.9), Duration::from_secs(4));
-        assert_eq!(policy.delay(20, None, 0.0), Duration::from_secs(60));
-        assert_eq!(policy.delay(1, Some(Duration::from_millis(250)), 0.5), Duration::from_millis(250));
-        assert_eq!(policy.delay(1, Some(Duration::from_secs(600)), 0.5), Duration::from_secs(60));
-    }
 
     #[test]
     fn parses_retry_after_headers() {

@@ -9,14 +9,14 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::backoff::ReconnectPolicy;
 use super::machine::{Command, Machine, MachineConfig, Phase, Signal};
 use super::options::SessionOptions;
 use super::tools::{ToolBatch, ToolSettings};
 use super::unwind::{CatchUnwind, panic_message};
+use crate::ReconnectPolicy;
 use crate::{
     Error, Event, Handler, LiveEvents, OpenConnection, Provider, SessionInfo, SessionResult, StreamItem,
-    TerminalReason, TurnInput,
+    StreamingConnection, TerminalReason, TurnInput,
 };
 
 /// What a live session tells its handle.
@@ -62,6 +62,19 @@ enum Wake {
     Deadline,
 }
 
+/// What the driver waits on next. Each is set by the one command that starts it and taken by `wait`, so there
+/// is never more than one, and the order in which they are checked cannot matter.
+enum Awaiting {
+    /// The phase decides: the event stream (while it is up) and the handle's commands.
+    Events,
+    /// A request/response turn, to be polled with this input.
+    Poll(TurnInput),
+    /// A batch of tool calls, running.
+    Tools(ToolBatch),
+    /// A reconnect, attempt `n` (0: the immediate reattach of a resumed session).
+    Reconnect(u32),
+}
+
 pub(crate) struct Driver<'p, P: Provider + ?Sized> {
     provider: &'p P,
     connection: OpenConnection,
@@ -72,9 +85,10 @@ pub(crate) struct Driver<'p, P: Provider + ?Sized> {
     reconnect: ReconnectPolicy,
     live: Option<LiveLink>,
     deadline: Option<(Instant, Duration)>,
-    poll_input: Option<TurnInput>,
-    reconnect_attempt: Option<u32>,
-    tools: Option<ToolBatch>,
+    awaiting: Awaiting,
+    /// User messages that arrived while the machine could not be handed them (during a poll or a reconnect);
+    /// fed to it, and their commands carried out, right after that wait ends.
+    held_messages: Vec<String>,
 }
 
 impl<'p, P: Provider + ?Sized> Driver<'p, P> {
@@ -109,9 +123,8 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             reconnect: options.reconnect,
             live,
             deadline: deadline.map(|at| (at, options.timeout)),
-            poll_input: None,
-            reconnect_attempt: None,
-            tools: None,
+            awaiting: Awaiting::Events,
+            held_messages: Vec::new(),
         }
     }
 
@@ -135,6 +148,9 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 },
                 Wake::Deadline => return Err(self.timed_out()),
             }
+            for text in std::mem::take(&mut self.held_messages) {
+                queue.extend(self.machine.handle(Signal::UserMessage(text)));
+            }
         }
     }
 
@@ -152,10 +168,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                         Err(panic) => Step::Feed(Signal::TurnFailed(provider_panicked(self.provider, "push", &*panic))),
                     }
                 }
-                OpenConnection::RequestResponse(_) => {
-                    self.poll_input = Some(input);
-                    Step::Continue
-                }
+                OpenConnection::RequestResponse(_) => self.expect(Awaiting::Poll(input)),
             },
             Command::Forward(event) => {
                 self.forward(&event);
@@ -166,8 +179,8 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 Err(panic) => Step::Feed(Signal::TurnFailed(provider_panicked(self.provider, "normalize", &*panic))),
             },
             Command::RunTools(uses) => {
-                self.tools = Some(ToolBatch::spawn(uses, &self.handler, &self.info, self.tool_settings));
-                Step::Continue
+                let batch = ToolBatch::spawn(uses, &self.handler, &self.info, self.tool_settings);
+                self.expect(Awaiting::Tools(batch))
             }
             Command::RecoverPendingToolUses(events) => {
                 match catch_unwind(AssertUnwindSafe(|| self.provider.pending_tool_uses(&events))) {
@@ -177,10 +190,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                     }
                 }
             }
-            Command::Reconnect { attempt } => {
-                self.reconnect_attempt = Some(attempt);
-                Step::Continue
-            }
+            Command::Reconnect { attempt } => self.expect(Awaiting::Reconnect(attempt)),
             Command::Finish(result) => {
                 let result = self.complete(result);
                 let span = tracing::Span::current();
@@ -196,6 +206,22 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 self.report(Err(error))
             }
         }
+    }
+
+    /// Sets what the next `wait` waits on. The machine asks for one wait at a time; a second request while one
+    /// is pending would be a machine bug, reported as a failed turn instead of silently replacing the first.
+    fn expect(&mut self, awaiting: Awaiting) -> Step {
+        if matches!(self.awaiting, Awaiting::Events) {
+            self.awaiting = awaiting;
+            return Step::Continue;
+        }
+        let message = "the session machine asked for a second wait while one was pending";
+        Step::Feed(Signal::TurnFailed(Error::Provider {
+            provider: "managed-agents".to_string(),
+            kind: Some("internal".to_string()),
+            message: message.to_string(),
+            retryable: false,
+        }))
     }
 
     /// Delivers a request's end: to the caller of a synchronous run, or as a notification of a live session.
@@ -220,14 +246,11 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
 
     /// Waits for the next thing that happens in the current phase.
     async fn wait(&mut self) -> Wake {
-        if let Some(input) = self.poll_input.take() {
-            return self.poll_turn(input).await;
-        }
-        if self.tools.is_some() {
-            return self.wait_for_tools().await;
-        }
-        if let Some(attempt) = self.reconnect_attempt.take() {
-            return self.reconnect(attempt).await;
+        match std::mem::replace(&mut self.awaiting, Awaiting::Events) {
+            Awaiting::Poll(input) => return self.poll_turn(input).await,
+            Awaiting::Tools(batch) => return self.wait_for_tools(batch).await,
+            Awaiting::Reconnect(attempt) => return self.reconnect(attempt).await,
+            Awaiting::Events => {}
         }
         let Self { connection, live, deadline, provider, .. } = self;
         match (self.machine.phase(), connection) {
@@ -239,7 +262,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                     item = CatchUnwind::new(connection.next_item()) => Wake::Signal(match item {
                         Ok(StreamItem::Connected) => Signal::Connected,
                         Ok(StreamItem::Event(event)) => {
-                            let boundary = is_boundary(*provider, &event);
+                            let boundary = is_boundary(*provider, connection.as_ref(), &event);
                             Signal::StreamEvent { event, boundary }
                         }
                         Ok(StreamItem::Closed) => Signal::StreamEnded(None),
@@ -257,9 +280,9 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         }
     }
 
-    /// Polls one request/response turn, forwarding live events and queueing messages meanwhile.
+    /// Polls one request/response turn, forwarding live events and holding messages meanwhile.
     async fn poll_turn(&mut self, input: TurnInput) -> Wake {
-        let Self { connection, machine, live, deadline, provider, handler, info, .. } = self;
+        let Self { connection, machine, live, deadline, provider, handler, info, held_messages, .. } = self;
         let OpenConnection::RequestResponse(connection) = connection else {
             return Wake::Signal(Signal::DriveFailed(Error::Closed));
         };
@@ -269,19 +292,15 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             tokio::select! {
                 biased;
                 Some(event) = receiver.recv() => {
-                    for command in machine.handle(Signal::LiveEvent(event)) {
-                        if let Command::Forward(event) = command {
-                            forward_with(*provider, handler, info, &event);
-                        }
+                    if let Some(event) = machine.live_event(event) {
+                        forward_with(*provider, handler, info, &event);
                     }
                 }
                 outcome = &mut poll => {
                     // Events reported live just before the turn returned still go first.
                     while let Ok(event) = receiver.try_recv() {
-                        for command in machine.handle(Signal::LiveEvent(event)) {
-                            if let Command::Forward(event) = command {
-                                forward_with(*provider, handler, info, &event);
-                            }
+                        if let Some(event) = machine.live_event(event) {
+                            forward_with(*provider, handler, info, &event);
                         }
                     }
                     return Wake::Signal(match outcome {
@@ -291,10 +310,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                     });
                 }
                 command = next_command(live) => match command {
-                    Some(HandleCommand::Message(text)) => {
-                        // Not idle: the machine queues it behind this turn.
-                        let _ = machine.handle(Signal::UserMessage(text));
-                    }
+                    Some(HandleCommand::Message(text)) => held_messages.push(text),
                     Some(HandleCommand::SendEvent(_, reply)) => {
                         let _ = reply.send(Err(unsupported(*provider, "send_event")));
                     }
@@ -308,18 +324,16 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         }
     }
 
-    async fn wait_for_tools(&mut self) -> Wake {
-        let Self { tools, live, deadline, .. } = self;
-        let Some(batch) = tools else { return Wake::Command(None) };
-        let wake = tokio::select! {
+    async fn wait_for_tools(&mut self, mut batch: ToolBatch) -> Wake {
+        tokio::select! {
             results = batch.finished() => Wake::Signal(Signal::ToolsFinished(results)),
-            command = next_command(live) => Wake::Command(command),
-            () = until(*deadline) => Wake::Deadline,
-        };
-        if matches!(wake, Wake::Signal(_)) {
-            self.tools = None;
+            command = next_command(&mut self.live) => {
+                // The batch keeps running; the command is handled and the wait resumes.
+                self.awaiting = Awaiting::Tools(batch);
+                Wake::Command(command)
+            }
+            () = until(self.deadline) => Wake::Deadline,
         }
-        wake
     }
 
     async fn reconnect(&mut self, attempt: u32) -> Wake {
@@ -330,20 +344,18 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 let _ = link.notifications.send(Notification::Reconnecting { attempt, delay });
             }
         }
-        let seen = self.machine.seen().clone();
-        let Self { connection, machine, live, deadline, .. } = self;
+        let Self { connection, machine, live, deadline, held_messages, .. } = self;
+        let seen = machine.seen();
         let request_response = matches!(connection, OpenConnection::RequestResponse(_));
         let mut reconnect = Box::pin(async {
             tokio::time::sleep(delay).await;
-            CatchUnwind::new(connection.common_mut().reconnect(&seen)).await
+            CatchUnwind::new(connection.common_mut().reconnect(seen)).await
         });
         let outcome = loop {
             tokio::select! {
                 outcome = &mut reconnect => break outcome,
                 command = next_command(live) => match command {
-                    Some(HandleCommand::Message(text)) => {
-                        let _ = machine.handle(Signal::UserMessage(text));
-                    }
+                    Some(HandleCommand::Message(text)) => held_messages.push(text),
                     Some(HandleCommand::SendEvent(_, reply) | HandleCommand::Interrupt(reply)) => {
                         let _ = reply.send(Err(Error::transport("the session is reconnecting", "stream down")));
                     }
@@ -367,7 +379,12 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                     .history
                     .into_iter()
                     .map(|event| {
-                        let boundary = is_boundary(self.provider, &event);
+                        let boundary = match &self.connection {
+                            OpenConnection::Streaming(connection) => {
+                                is_boundary(self.provider, connection.as_ref(), &event)
+                            }
+                            OpenConnection::RequestResponse(_) => false,
+                        };
                         (event, boundary)
                     })
                     .collect();
@@ -450,10 +467,14 @@ fn forward_with<P: Provider + ?Sized>(provider: &P, handler: &Arc<dyn Handler>, 
     }
 }
 
-/// Asks the provider whether `event` ends a turn; a panicking provider is logged and the event is not a boundary.
-fn is_boundary<P: Provider + ?Sized>(provider: &P, event: &Event) -> bool {
-    catch_unwind(AssertUnwindSafe(|| provider.is_turn_boundary(event))).unwrap_or_else(|_| {
-        tracing::warn!(event.kind = event.kind().unwrap_or("?"), "is_turn_boundary panicked");
+/// Asks the connection whether `event` ends a turn; a panic is logged and the event is not a boundary.
+fn is_boundary<P: Provider + ?Sized>(provider: &P, connection: &dyn StreamingConnection, event: &Event) -> bool {
+    catch_unwind(AssertUnwindSafe(|| connection.is_turn_boundary(event))).unwrap_or_else(|_| {
+        tracing::warn!(
+            provider = provider.name(),
+            event.kind = event.kind().unwrap_or("?"),
+            "is_turn_boundary panicked"
+        );
         false
     })
 }

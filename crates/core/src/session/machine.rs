@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::options::{GuardContext, GuardDecision, SessionOptions, TurnGuard};
 use crate::{
-    DEFAULT_KICKOFF_PROMPT, Error, Event, Mode, Outcome, SessionResult, Terminal, TerminalReason, ToolResult, ToolUse,
-    TurnInput, TurnResult, Usage,
+    DEFAULT_KICKOFF_PROMPT, Error, Event, Mode, Outcome, SeenIds, SessionResult, Terminal, TerminalReason, ToolResult,
+    ToolUse, TurnInput, TurnResult, Usage,
 };
 
 /// The text of the re-prompt sent when the model ended its turn without calling the terminal tool.
@@ -28,8 +28,11 @@ pub fn reprompt_text(terminal_tool: &str) -> String {
 pub struct MachineConfig {
     /// The connection's mode.
     pub mode: Mode,
-    /// A live session (stays up after a terminal, reconnects) rather than one synchronous run.
+    /// A live session (stays up after a terminal) rather than one synchronous run.
     pub live: bool,
+    /// A dropped stream is reconnected (live sessions always; synchronous runs unless turned off with
+    /// [`SessionOptions::reconnect_runs`]) rather than failing the request.
+    pub reconnects: bool,
     /// The connection reattached to an existing session.
     pub resumed: bool,
     /// The kickoff prompt (or, when resumed, the message delivered once nothing is pending).
@@ -46,6 +49,8 @@ pub struct MachineConfig {
     pub turn_guard: Option<TurnGuard>,
     /// Reconnect attempts allowed in a row (`None`: no limit).
     pub max_reconnect_attempts: Option<u32>,
+    /// How many event ids and answered tool-call ids are remembered (see [`SessionOptions::seen_window`]).
+    pub seen_window: usize,
 }
 
 impl MachineConfig {
@@ -54,6 +59,7 @@ impl MachineConfig {
         Self {
             mode,
             live,
+            reconnects: live || options.reconnect_runs,
             resumed,
             prompt: options.prompt.clone(),
             outcome: options.outcome.clone(),
@@ -62,6 +68,7 @@ impl MachineConfig {
             terminal_tool: options.terminal_tool.clone(),
             turn_guard: options.turn_guard.clone(),
             max_reconnect_attempts: options.reconnect.max_attempts,
+            seen_window: options.seen_window,
         }
     }
 }
@@ -81,8 +88,6 @@ pub enum Signal {
         /// Whether it ends the turn.
         boundary: bool,
     },
-    /// A request/response turn reported an event while still running.
-    LiveEvent(Event),
     /// A request/response turn returned its events.
     Polled(Vec<Event>),
     /// The provider normalised the turn asked for by [`Command::Normalize`].
@@ -184,15 +189,17 @@ pub struct Machine {
     phase: Phase,
     kicked_off: bool,
     session_id: Option<String>,
-    seen: HashSet<String>,
+    seen: SeenIds,
     turn_buffer: Vec<Event>,
     live_events: Vec<Event>,
     request: Request,
     batch: Vec<ToolUse>,
-    answered: HashSet<String>,
+    answered: SeenIds,
     queued_messages: VecDeque<String>,
     resume_prompt: Option<String>,
     reconnect_attempts: u32,
+    reconnect_cause: Option<Error>,
+    failed_without_progress: bool,
     last_drive: Option<TurnInput>,
     undelivered: Option<TurnInput>,
     stream_up: bool,
@@ -202,20 +209,23 @@ impl Machine {
     /// A machine for a freshly opened connection.
     pub fn new(config: MachineConfig) -> Self {
         let reprompts = config.max_reprompts;
+        let window = config.seen_window;
         Self {
             config,
             phase: Phase::Opened,
             kicked_off: false,
             session_id: None,
-            seen: HashSet::new(),
+            seen: SeenIds::with_capacity(window),
             turn_buffer: Vec::new(),
             live_events: Vec::new(),
             request: Request { reprompts_left: reprompts, ..Request::default() },
             batch: Vec::new(),
-            answered: HashSet::new(),
+            answered: SeenIds::with_capacity(window),
             queued_messages: VecDeque::new(),
             resume_prompt: None,
             reconnect_attempts: 0,
+            reconnect_cause: None,
+            failed_without_progress: false,
             last_drive: None,
             undelivered: None,
             stream_up: true,
@@ -233,8 +243,8 @@ impl Machine {
         self.stream_up
     }
 
-    /// Ids of the events delivered so far.
-    pub fn seen(&self) -> &HashSet<String> {
+    /// Ids of the most recent events delivered (a window of [`MachineConfig::seen_window`] ids).
+    pub fn seen(&self) -> &SeenIds {
         &self.seen
     }
 
@@ -244,6 +254,7 @@ impl Machine {
     }
 
     /// Messages queued behind the turn in flight.
+    #[cfg(test)]
     pub fn queued_messages(&self) -> usize {
         self.queued_messages.len()
     }
@@ -251,6 +262,17 @@ impl Machine {
     /// The session as far as it got, stopped for `reason`.
     pub fn partial_result(&self, reason: TerminalReason) -> SessionResult {
         self.result(Terminal::Terminated, reason)
+    }
+
+    /// A request/response turn reported `event` while still running: returns it when it is to be handed to
+    /// the handler now (a turn in flight), `None` when it arrived out of turn. Its place in the record is taken
+    /// when the turn returns (the returned events include it).
+    pub fn live_event(&mut self, event: Event) -> Option<Event> {
+        if self.phase != Phase::InFlight {
+            return None;
+        }
+        self.live_events.push(event.clone());
+        Some(event)
     }
 
     /// Takes one signal; returns what to do.
@@ -264,12 +286,6 @@ impl Machine {
                 }
             }
             Signal::StreamEvent { event, boundary } => self.accept_stream_event(event, boundary, &mut out),
-            Signal::LiveEvent(event) => {
-                if self.phase == Phase::InFlight {
-                    self.live_events.push(event.clone());
-                    out.push(Command::Forward(event));
-                }
-            }
             Signal::Polled(events) => self.accept_polled(events, &mut out),
             Signal::Normalized(turn) => {
                 if self.phase == Phase::AwaitNormalize {
@@ -319,7 +335,7 @@ impl Machine {
     fn drive(&mut self, input: TurnInput, out: &mut Vec<Command>) {
         self.phase = Phase::InFlight;
         self.live_events.clear();
-        if self.config.mode == Mode::Streaming && self.config.live {
+        if self.config.mode == Mode::Streaming && self.config.reconnects {
             self.last_drive = Some(input.clone());
         }
         out.push(Command::Drive(input));
@@ -328,7 +344,7 @@ impl Machine {
     /// Records a new event exactly once: false when its id was seen before.
     fn record(&mut self, event: &Event) -> bool {
         if let Some(id) = event.id()
-            && !self.seen.insert(id.to_string())
+            && !self.seen.insert(id)
         {
             return false;
         }
@@ -346,6 +362,7 @@ impl Machine {
             self.phase = Phase::InFlight;
         }
         self.record(&event);
+        self.failed_without_progress = false;
         out.push(Command::Forward(event.clone()));
         self.turn_buffer.push(event);
         if boundary && !matches!(self.phase, Phase::AwaitNormalize | Phase::RunningTools | Phase::Recovering) {
@@ -362,15 +379,22 @@ impl Machine {
         // reported more): skip them by walking both lists forward, linear in the usual case.
         let live = std::mem::take(&mut self.live_events);
         let mut cursor = 0;
-        for event in &events {
-            self.request.events.push(event.clone());
-            match live[cursor..].iter().position(|sent| sent == event) {
+        // An event whose id the session has seen (a host that repeats events, within a turn or across turns) is
+        // recorded, forwarded and interpreted once.
+        let mut fresh = Vec::with_capacity(events.len());
+        for event in events {
+            let is_new = self.record(&event);
+            match live[cursor..].iter().position(|sent| *sent == event) {
                 Some(offset) => cursor += offset + 1,
-                None => out.push(Command::Forward(event.clone())),
+                None if is_new => out.push(Command::Forward(event.clone())),
+                None => {}
+            }
+            if is_new {
+                fresh.push(event);
             }
         }
         self.phase = Phase::AwaitNormalize;
-        out.push(Command::Normalize(events));
+        out.push(Command::Normalize(fresh));
     }
 
     fn handle_turn(&mut self, turn: TurnResult, out: &mut Vec<Command>) {
@@ -457,7 +481,7 @@ impl Machine {
             return;
         }
         let tool_uses = std::mem::take(&mut self.batch);
-        self.answered.extend(tool_uses.iter().map(|u| u.id.clone()));
+        self.answered.extend(tool_uses.iter().map(|u| u.id.as_str()));
         self.drive(TurnInput::ToolResults { tool_uses, results }, out);
     }
 
@@ -490,11 +514,19 @@ impl Machine {
 
     fn drive_failed(&mut self, error: Error, out: &mut Vec<Command>) {
         // Only a failure that trying again could fix is a reason to reconnect and send again; a refusal (a 400,
-        // say) would be refused again, forever.
-        if self.config.mode == Mode::Streaming && self.config.live && error.is_retryable() {
-            // The input may not have arrived: send it again after reconnecting (tool results are re-run from the
-            // host's pending list instead, so they are no longer counted as answered).
-            if let Some(input) = self.last_drive.take() {
+        // say) would be refused again, forever. Tool results are recovered from the host's pending list after the
+        // reconnect (so they are no longer counted as answered): whatever the host still waits on is answered
+        // again, nothing twice. Any other input is sent again only when it certainly was not processed (no
+        // connection, 429, 529): a 500 may have been processed, and a second copy of a message would be a second
+        // request.
+        let last = self.last_drive.take();
+        let recoverable = match &last {
+            Some(TurnInput::ToolResults { .. }) => error.is_retryable(),
+            Some(_) => error.is_certainly_unprocessed(),
+            None => false,
+        };
+        if self.config.mode == Mode::Streaming && self.config.reconnects && recoverable {
+            if let Some(input) = last {
                 if let TurnInput::ToolResults { tool_uses, .. } = &input {
                     for tool_use in tool_uses {
                         self.answered.remove(&tool_use.id);
@@ -514,8 +546,18 @@ impl Machine {
         if matches!(self.phase, Phase::Done | Phase::Reconnecting { .. }) {
             return;
         }
-        if !self.config.live {
+        if !self.config.reconnects {
             return self.fail_turn(error.unwrap_or(Error::StreamClosed), out);
+        }
+        // A stream that fails in a way the next stream may too (undecodable frames, a refusal) is reopened once,
+        // as the history recovers what it lost; failing so again before any new event arrived, it is not reopened
+        // over and over: the request fails, and a live session reconnects on its next message.
+        if error.as_ref().is_some_and(|error| !error.is_retryable()) {
+            if self.failed_without_progress {
+                let error = error.unwrap_or(Error::StreamClosed);
+                return self.give_up(error, out);
+            }
+            self.failed_without_progress = true;
         }
         let in_flight = matches!(self.phase, Phase::InFlight | Phase::AwaitNormalize | Phase::Recovering);
         self.schedule_reconnect(in_flight, error, out);
@@ -523,11 +565,15 @@ impl Machine {
 
     fn schedule_reconnect(&mut self, in_flight: bool, error: Option<Error>, out: &mut Vec<Command>) {
         self.stream_up = false;
-        self.reconnect_attempts += 1;
+        self.reconnect_attempts = self.reconnect_attempts.saturating_add(1);
         if let Some(max) = self.config.max_reconnect_attempts
             && self.reconnect_attempts > max
         {
-            return self.give_up(error.unwrap_or(Error::StreamClosed), out);
+            let cause = error.or_else(|| self.reconnect_cause.take());
+            return self.give_up(cause.unwrap_or(Error::StreamClosed), out);
+        }
+        if let Some(error) = error {
+            self.reconnect_cause = Some(error);
         }
         self.phase = Phase::Reconnecting { in_flight };
         out.push(Command::Reconnect { attempt: self.reconnect_attempts });
@@ -536,6 +582,8 @@ impl Machine {
     /// Stops reconnecting: the request fails, and the stream stays down until the next message.
     fn give_up(&mut self, error: Error, out: &mut Vec<Command>) {
         self.reconnect_attempts = 0;
+        self.reconnect_cause = None;
+        self.failed_without_progress = false;
         self.stream_up = false;
         self.undelivered = None;
         let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::Error));
@@ -551,7 +599,11 @@ impl Machine {
 
     fn reconnect_failed(&mut self, error: Error, out: &mut Vec<Command>) {
         let Phase::Reconnecting { in_flight } = self.phase else { return };
-        if self.config.live && error.is_retryable() {
+        if matches!(error, Error::Unsupported { .. }) {
+            // The provider cannot reconnect: what broke the stream is the error to report.
+            let cause = self.reconnect_cause.take().unwrap_or(error);
+            self.give_up(cause, out);
+        } else if self.config.reconnects && error.is_retryable() {
             self.schedule_reconnect(in_flight, Some(error), out);
         } else {
             self.give_up(error, out);
@@ -568,6 +620,7 @@ impl Machine {
         let Phase::Reconnecting { in_flight } = self.phase else { return };
         self.stream_up = true;
         self.reconnect_attempts = 0;
+        self.reconnect_cause = None;
         let pending = self.unanswered(pending);
         if in_flight {
             // Missed events continue the buffered turn and may end it; a completed turn is handled as usual

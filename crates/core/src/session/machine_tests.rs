@@ -5,11 +5,13 @@ use crate::Usage;
 use proptest::prelude::*;
 use serde_json::json;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn config(mode: Mode, live: bool) -> MachineConfig {
     MachineConfig {
         mode,
         live,
+        reconnects: live,
         resumed: false,
         prompt: Some("go".into()),
         outcome: None,
@@ -18,6 +20,7 @@ fn config(mode: Mode, live: bool) -> MachineConfig {
         terminal_tool: None,
         turn_guard: None,
         max_reconnect_attempts: None,
+        seen_window: 1024,
     }
 }
 
@@ -344,9 +347,47 @@ fn a_failed_push_of_a_message_is_sent_again_after_reconnecting() {
     let mut machine = Machine::new(config(Mode::Streaming, true));
     machine.handle(Signal::Started);
     machine.handle(Signal::Connected);
-    machine.handle(Signal::DriveFailed(Error::StreamClosed));
+    let unsent = Error::Connect { message: "refused".into(), source: None };
+    machine.handle(Signal::DriveFailed(unsent));
     let commands = machine.handle(Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] });
     assert!(matches!(only_drive(&commands), TurnInput::Kickoff { .. }));
+}
+
+/// A message whose post failed in a way that may have been processed (a 500) is not sent a second time: the
+/// request fails with the error (decision 14), in live sessions and synchronous runs alike.
+#[test]
+fn a_message_that_may_have_arrived_is_never_sent_twice() {
+    for live in [true, false] {
+        let mut machine = Machine::new(MachineConfig { reconnects: true, ..config(Mode::Streaming, live) });
+        machine.handle(Signal::Started);
+        machine.handle(Signal::Connected);
+        let maybe = Error::Http { status: 500, body: String::new(), retry_after: None };
+        let commands = machine.handle(Signal::DriveFailed(maybe));
+        let [Command::Fail(error)] = commands.as_slice() else { panic!("live {live}: {commands:?}") };
+        assert!(matches!(error.root(), Error::Http { status: 500, .. }));
+    }
+}
+
+/// A stream failure the next stream may repeat (undecodable frames) is reconnected once; failing so again with no
+/// new event in between, the request fails instead of reopening the stream forever, and a live session reconnects
+/// on its next message.
+#[test]
+fn a_non_retryable_stream_failure_is_not_reconnected_in_a_loop() {
+    let bad = || Signal::StreamEnded(Some(Error::malformed("SSE frame", "9 in a row", "")));
+    let reconnected = || Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] };
+    let mut machine = Machine::new(config(Mode::Streaming, true));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    assert!(matches!(machine.handle(bad()).as_slice(), [Command::Reconnect { .. }]));
+    machine.handle(reconnected());
+    // Progress in between: another chance.
+    machine.handle(Signal::StreamEvent { event: event("e1"), boundary: false });
+    assert!(matches!(machine.handle(bad()).as_slice(), [Command::Reconnect { .. }]));
+    machine.handle(reconnected());
+    let commands = machine.handle(bad());
+    assert!(matches!(commands.as_slice(), [Command::Fail(_)]), "{commands:?}");
+    let commands = machine.handle(Signal::UserMessage("again".into()));
+    assert!(matches!(commands.as_slice(), [Command::Reconnect { attempt: 1 }]), "{commands:?}");
 }
 
 #[test]
@@ -406,7 +447,7 @@ fn request_response_hosts_may_reuse_call_ids() {
 fn live_events_are_not_forwarded_twice_but_the_rest_of_the_batch_is() {
     let mut machine = Machine::new(config(Mode::RequestResponse, false));
     machine.handle(Signal::Started);
-    assert_eq!(machine.handle(Signal::LiveEvent(event("a"))).len(), 1);
+    assert!(machine.live_event(event("a")).is_some());
     let commands = machine.handle(Signal::Polled(vec![event("a"), event("b")]));
     let forwarded: Vec<_> =
         commands.iter().filter_map(|c| if let Command::Forward(e) = c { e.id() } else { None }).collect();
@@ -508,4 +549,93 @@ proptest! {
         prop_assert_eq!(ends, 1, "a synchronous run ends exactly once");
         prop_assert_eq!(machine.phase(), Phase::Done);
     }
+}
+
+/// Issue 8 (8): a synchronous run whose stream drops reconnects (unless turned off), continues the turn from
+/// the recovered history and runs its tool call once.
+#[test]
+fn sync_stream_drop_reconnects_and_finishes_the_turn() {
+    let mut machine = Machine::new(MachineConfig { reconnects: true, ..config(Mode::Streaming, false) });
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::StreamEvent { event: event("e1"), boundary: false });
+    let commands = machine.handle(Signal::StreamEnded(Some(Error::StreamClosed)));
+    assert!(matches!(commands.as_slice(), [Command::Reconnect { attempt: 1 }]), "{commands:?}");
+    let history = vec![(event("e1"), false), (event("e2"), true)];
+    let commands = machine.handle(Signal::Reconnected { pending: vec![], history, seen_ids: vec![] });
+    let normalized: Vec<_> = commands
+        .iter()
+        .filter_map(|c| if let Command::Normalize(events) = c { Some(events.len()) } else { None })
+        .collect();
+    assert_eq!(normalized, [2], "e1 (buffered) and e2 (recovered) form the turn: {commands:?}");
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::RequiresAction, &["a"])));
+    assert!(matches!(commands.as_slice(), [Command::RunTools(uses)] if uses.len() == 1), "{commands:?}");
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("a", "")]));
+    // A stale requires_action for the same call after another drop does not run it again.
+    machine.handle(Signal::StreamEnded(None));
+    let commands = machine.handle(Signal::Reconnected { pending: vec![tool("a")], history: vec![], seen_ids: vec![] });
+    assert!(!commands.iter().any(|c| matches!(c, Command::RunTools(_))), "{commands:?}");
+}
+
+#[test]
+fn sync_reconnect_turned_off_or_unsupported_fails_with_the_stream_error() {
+    let mut off = Machine::new(config(Mode::Streaming, false));
+    off.handle(Signal::Started);
+    off.handle(Signal::Connected);
+    let commands = off.handle(Signal::StreamEnded(Some(Error::StreamIdleTimeout { idle: Duration::from_secs(1) })));
+    let [Command::Fail(error)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }));
+
+    let mut on = Machine::new(MachineConfig { reconnects: true, ..config(Mode::Streaming, false) });
+    on.handle(Signal::Started);
+    on.handle(Signal::Connected);
+    on.handle(Signal::StreamEnded(Some(Error::StreamIdleTimeout { idle: Duration::from_secs(1) })));
+    let unsupported = Error::Unsupported { operation: "reconnect", provider: "p".into() };
+    let commands = on.handle(Signal::ReconnectFailed(unsupported));
+    let [Command::Fail(error)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }), "the cause is reported: {error:?}");
+    assert_eq!(on.phase(), Phase::Done);
+}
+
+/// Issue 8 (3): a request/response host that repeats an event id across turns has it recorded once.
+#[test]
+fn request_response_events_are_recorded_once_by_id() {
+    let mut machine = Machine::new(config(Mode::RequestResponse, false));
+    machine.handle(Signal::Started);
+    let commands = machine.handle(Signal::Polled(vec![event("a"), event("b")]));
+    assert_eq!(commands.iter().filter(|c| matches!(c, Command::Forward(_))).count(), 2);
+    machine.handle(Signal::Normalized(turn(Terminal::RequiresAction, &["t"])));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("t", "")]));
+    let commands = machine.handle(Signal::Polled(vec![event("b"), event("c")]));
+    let forwarded: Vec<_> =
+        commands.iter().filter_map(|c| if let Command::Forward(e) = c { e.id() } else { None }).collect();
+    assert_eq!(forwarded, ["c"]);
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::EndTurn, &[])));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    let ids: Vec<_> = result.events.iter().filter_map(Event::id).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+}
+
+/// Issue 8 (6): 10,000 requests on one live session; what the machine remembers stays within its window.
+#[test]
+fn a_long_live_session_remembers_a_bounded_window() {
+    let window = 500;
+    let mut machine = Machine::new(MachineConfig { seen_window: window, ..config(Mode::Streaming, true) });
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    for request in 0..10_000 {
+        if request > 0 {
+            machine.handle(Signal::UserMessage(format!("m{request}")));
+        }
+        let call = format!("call_{request}");
+        machine.handle(Signal::StreamEvent { event: event(&format!("u{request}")), boundary: true });
+        machine.handle(Signal::Normalized(turn(Terminal::RequiresAction, &[call.as_str()])));
+        machine.handle(Signal::ToolsFinished(vec![ToolResult::ok(call.as_str(), "")]));
+        machine.handle(Signal::StreamEvent { event: event(&format!("d{request}")), boundary: true });
+        let commands = machine.handle(Signal::Normalized(turn(Terminal::EndTurn, &[])));
+        assert!(matches!(commands.as_slice(), [Command::Finish(_)]), "request {request}: {commands:?}");
+        assert!(machine.seen().len() <= window && machine.answered.len() <= window);
+    }
+    assert_eq!(machine.seen().len(), window);
+    assert_eq!(machine.queued_messages(), 0);
 }

@@ -1,8 +1,7 @@
 //! The session loop: synchronous runs and live sessions over any provider.
 
-mod backoff;
 mod driver;
-pub mod machine;
+mod machine;
 mod options;
 mod tools;
 mod unwind;
@@ -15,11 +14,11 @@ use tokio::time::Instant;
 use tracing::Instrument;
 use tracing::field::Empty;
 
-pub use backoff::ReconnectPolicy;
+pub use crate::backoff::ReconnectPolicy;
 pub use driver::Notification;
 pub use options::{
-    DEFAULT_MAX_REPROMPTS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT, DEFAULT_TOOL_CONCURRENCY, GuardContext, GuardDecision,
-    SessionOptions, TurnGuard,
+    DEFAULT_MAX_REPROMPTS, DEFAULT_MAX_TURNS, DEFAULT_SEEN_WINDOW, DEFAULT_TIMEOUT, DEFAULT_TOOL_CONCURRENCY,
+    GuardContext, GuardDecision, SessionOptions, TurnGuard,
 };
 
 use driver::{Driver, HandleCommand, LiveLink, provider_panicked};
@@ -40,8 +39,8 @@ impl Session {
     /// Runs one session to its end: kickoff, tool round trips, terminal.
     ///
     /// Options are validated before anything is opened. Errors that stop a started session carry what was
-    /// gathered ([`Error::partial_result`]). A stream that drops fails the run (use [`Session::start`] to
-    /// reconnect).
+    /// gathered ([`Error::partial_result`]). A stream that drops is reconnected under the options'
+    /// [`ReconnectPolicy`] (within the timeout), unless [`SessionOptions::reconnect_runs`] is off.
     pub async fn run<P: Provider + ?Sized>(
         provider: &P,
         handler: impl Handler,
@@ -50,18 +49,23 @@ impl Session {
         options.validate(provider.name(), provider.capabilities())?;
         let span = invoke_agent_span(provider.name());
         async move {
-            let deadline = Instant::now() + options.timeout;
+            // A timeout too long for the clock to represent (`Duration::MAX`, say) is no deadline at all.
+            let deadline = Instant::now().checked_add(options.timeout);
             let open = CatchUnwind::new(provider.open(options.open_request()));
-            let connection = match tokio::time::timeout_at(deadline, open).await {
-                Ok(Ok(connection)) => connection?,
-                Ok(Err(panic)) => return Err(provider_panicked(provider, "open", &*panic)),
-                Err(_) => {
+            let opened = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline, open).await.ok(),
+                None => Some(open.await),
+            };
+            let connection = match opened {
+                Some(Ok(connection)) => connection?,
+                Some(Err(panic)) => return Err(provider_panicked(provider, "open", &*panic)),
+                None => {
                     let partial = Box::new(empty_result(TerminalReason::TimedOut));
                     return Err(Error::TimedOut { after: options.timeout, partial });
                 }
             };
             let handler: Arc<dyn Handler> = Arc::new(handler);
-            Driver::new(provider, connection, handler, &options, None, Some(deadline)).run().await
+            Driver::new(provider, connection, handler, &options, None, deadline).run().await
         }
         .instrument(span)
         .await
@@ -101,6 +105,12 @@ impl Session {
 }
 
 /// A live session. Dropping it stops the session and aborts every task it spawned.
+///
+/// Notifications wait in an unbounded queue until read, and each [`Notification::Finished`] holds its request's
+/// whole result: read them ([`SessionHandle::next_notification`], [`SessionHandle::next_result`]) as they come,
+/// or close the handle. Everything else a session keeps is bounded: what it remembers to drop redelivered events
+/// and stale tool requests is a window ([`SessionOptions::seen_window`]), and a request's record is handed over
+/// when it ends.
 #[derive(Debug)]
 pub struct SessionHandle {
     commands: mpsc::UnboundedSender<HandleCommand>,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::backoff::ReconnectPolicy;
+use crate::ReconnectPolicy;
 use crate::{AgentHandle, Capabilities, EnvironmentHandle, Error, OpenRequest, Outcome, Usage};
 
 /// The default timeout of a synchronous run.
@@ -15,6 +15,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 pub const DEFAULT_MAX_TURNS: u32 = 50;
 /// The default number of re-prompts when the terminal tool was not called.
 pub const DEFAULT_MAX_REPROMPTS: u32 = 2;
+/// The default number of event ids (and answered tool-call ids) a session remembers to drop redeliveries.
+pub const DEFAULT_SEEN_WINDOW: usize = 16_384;
 /// The default number of tool calls of one turn that run at once.
 pub const DEFAULT_TOOL_CONCURRENCY: usize = 8;
 
@@ -55,6 +57,8 @@ pub struct SessionOptions {
     pub(crate) tool_concurrency: usize,
     pub(crate) tool_timeout: Option<Duration>,
     pub(crate) reconnect: ReconnectPolicy,
+    pub(crate) reconnect_runs: bool,
+    pub(crate) seen_window: usize,
     pub(crate) record_content: bool,
     pub(crate) agent: Option<AgentHandle>,
     pub(crate) environment: Option<EnvironmentHandle>,
@@ -80,6 +84,8 @@ impl fmt::Debug for SessionOptions {
             .field("tool_concurrency", &self.tool_concurrency)
             .field("tool_timeout", &self.tool_timeout)
             .field("reconnect", &self.reconnect)
+            .field("reconnect_runs", &self.reconnect_runs)
+            .field("seen_window", &self.seen_window)
             .field("record_content", &self.record_content)
             .field("agent_id", &self.open.agent_id)
             .field("environment_id", &self.open.environment_id)
@@ -102,6 +108,8 @@ impl SessionOptions {
             tool_concurrency: DEFAULT_TOOL_CONCURRENCY,
             tool_timeout: None,
             reconnect: ReconnectPolicy::default(),
+            reconnect_runs: true,
+            seen_window: DEFAULT_SEEN_WINDOW,
             record_content: false,
             agent: None,
             environment: None,
@@ -121,7 +129,9 @@ impl SessionOptions {
         self
     }
 
-    /// How long a synchronous [`Session::run`](crate::Session::run) may take (default 600 s).
+    /// How long a synchronous [`Session::run`](crate::Session::run) may take (default 600 s). Any length is
+    /// accepted: `Duration::MAX` means no limit in practice (a deadline past what the clock can represent is
+    /// treated as none).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -166,9 +176,29 @@ impl SessionOptions {
         self
     }
 
-    /// How a live session reconnects after its stream drops.
+    /// How the session reconnects after its stream drops (live sessions, and synchronous runs unless
+    /// [`SessionOptions::reconnect_runs`] is off). Checked by [`SessionOptions::validate`].
     pub fn reconnect_policy(mut self, policy: ReconnectPolicy) -> Self {
         self.reconnect = policy;
+        self
+    }
+
+    /// Whether a synchronous [`Session::run`](crate::Session::run) reconnects when its event stream drops
+    /// (default: yes, under the [`ReconnectPolicy`] and within the run's timeout). The server-side session lives
+    /// on; a reconnect recovers missed events and re-runs only tool calls the host still waits on, so each tool
+    /// result is still posted once. Off: a dropped stream fails the run. Live sessions always reconnect.
+    pub fn reconnect_runs(mut self, reconnect: bool) -> Self {
+        self.reconnect_runs = reconnect;
+        self
+    }
+
+    /// How many event ids (and answered tool-call ids) the session remembers to drop redelivered events and
+    /// stale tool requests (default [`DEFAULT_SEEN_WINDOW`]; at least 1). Memory stays flat however long a live
+    /// session runs: the oldest ids are forgotten first. A redelivery older than the window is no longer
+    /// recognised, so keep it larger than the events a provider may replay after a reconnect beyond the last
+    /// one the session saw.
+    pub fn seen_window(mut self, ids: usize) -> Self {
+        self.seen_window = ids;
         self
     }
 
@@ -241,6 +271,9 @@ impl SessionOptions {
     pub fn validate(&self, provider: &str, capabilities: Capabilities) -> Result<(), Error> {
         if self.max_turns == 0 {
             return Err(Error::invalid_option("max_turns", "must be at least 1"));
+        }
+        if self.seen_window == 0 {
+            return Err(Error::invalid_option("seen_window", "must be at least 1"));
         }
         if self.tool_concurrency == 0 {
             return Err(Error::invalid_option("tool_concurrency", "must be at least 1"));

@@ -34,7 +34,8 @@ impl ToolBatch {
         info: &SessionInfo,
         settings: ToolSettings,
     ) -> Self {
-        let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+        // Saturate: a limit above what a semaphore holds (`usize::MAX`, say) means "no limit" in practice.
+        let permits = Arc::new(Semaphore::new(settings.concurrency.clamp(1, Semaphore::MAX_PERMITS)));
         let mut tasks = JoinSet::new();
         let results = vec![None; uses.len()];
         let ids = uses.iter().map(|u| u.id.clone()).collect();

@@ -1,0 +1,38 @@
+//! Serves the Claude Managed Agents emulator on 127.0.0.1, to test an app (or an official SDK) against it.
+//!
+//! ```text
+//! cargo run -p managed-agents-claude --features emulator --example serve_claude_emulator
+//! ```
+//!
+//! It prints one line, `BASE_URL=http://127.0.0.1:PORT`, and serves until its standard input reaches EOF. The
+//! script it plays: the first turn calls the custom tool `get_weather` and waits for its result; the second
+//! answers in text. Any API key or bearer token is accepted.
+
+use std::io::Write;
+
+use managed_agents_claude::emulator::ClaudeEmulator;
+use managed_agents_conformance::{Script, ScriptTurn};
+use serde_json::json;
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let script = Script::new()
+        .turn(
+            ScriptTurn::tool_call("sevt_tool_weather", "get_weather", json!({"city": "Oslo"}))
+                .with_text("Let me check the weather.")
+                .with_usage(12, 7),
+        )
+        .turn(ScriptTurn::text("It is sunny in Oslo.").with_usage(20, 9));
+    let emulator = ClaudeEmulator::start(script).await?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "BASE_URL={}", emulator.base_url())?;
+        stdout.flush()?;
+    }
+    // Serve until whoever started us closes our standard input.
+    tokio::task::spawn_blocking(|| std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink()))
+        .await
+        .map_err(std::io::Error::other)??;
+    drop(emulator);
+    Ok(())
+}

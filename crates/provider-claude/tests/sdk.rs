@@ -1,0 +1,47 @@
+//! The official `anthropic` Python SDK against the emulator: runs `tests/sdk/claude_sdk_check.py` (every call it
+//! makes must succeed and every response must pass the SDK's strict validation). Ignored by default: it needs a
+//! Python with the SDK version pinned in `tests/sdk/requirements.txt`.
+//!
+//! ```text
+//! python3 -m venv /tmp/sdkvenv && /tmp/sdkvenv/bin/pip install -r tests/sdk/requirements.txt
+//! CLAUDE_SDK_PYTHON=/tmp/sdkvenv/bin/python cargo test -p managed-agents-claude --features emulator --test sdk -- --ignored
+//! ```
+//!
+//! The script is the one `examples/serve_claude_emulator.rs` plays (a `get_weather` tool call, then text).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use managed_agents_claude::emulator::ClaudeEmulator;
+use managed_agents_conformance::{Script, ScriptTurn};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs CLAUDE_SDK_PYTHON: a Python with the pinned `anthropic` SDK"]
+async fn the_official_python_sdk_accepts_the_emulator() {
+    let python = std::env::var("CLAUDE_SDK_PYTHON").expect("CLAUDE_SDK_PYTHON names a Python with the SDK");
+    let check: PathBuf =
+        [env!("CARGO_MANIFEST_DIR"), "..", "..", "tests", "sdk", "claude_sdk_check.py"].iter().collect();
+    let script = Script::new()
+        .turn(
+            ScriptTurn::tool_call("sevt_tool_weather", "get_weather", json!({"city": "Oslo"}))
+                .with_text("Let me check the weather.")
+                .with_usage(12, 7),
+        )
+        .turn(ScriptTurn::text("It is sunny in Oslo.").with_usage(20, 9));
+    let emulator = ClaudeEmulator::start(script).await.unwrap();
+    let base_url = emulator.base_url();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python).arg(check).arg(base_url).env_remove("ANTHROPIC_API_KEY").output()
+    })
+    .await
+    .unwrap()
+    .expect("the Python interpreter runs");
+    assert!(
+        output.status.success(),
+        "the SDK check failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
