@@ -1,0 +1,20 @@
+//! A session against the Claude Managed Agents emulator on 127.0.0.1.
+
+use managed_agents::claude::emulator::ClaudeEmulator;
+use managed_agents_conformance::{Script, ScriptTurn};
+use serde_json::json;
+
+#[tokio::test]
+async fn a_session_runs_against_the_emulator() {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("toolu_1", "get_weather", json!({"city": "Oslo"})))
+        .turn(ScriptTurn::text("Sunny in Oslo."));
+    let emulator = ClaudeEmulator::start(script).await.expect("emulator");
+    let (agent, environment) = emulator.seed_agent();
+    let provider = downstream_umbrella_claude::provider(&emulator.base_url(), "test-key").expect("provider");
+    let result =
+        downstream_umbrella_claude::ask(&provider, &agent, &environment, "Weather in Oslo?").await.expect("run");
+    assert_eq!(result.text, "Sunny in Oslo.");
+    assert_eq!(result.custom_tool_uses.len(), 1);
+    assert_eq!(emulator.log().tool_results()[0].text, "sunny in Oslo");
+}
