@@ -27,6 +27,7 @@ const LIBRARIES: &[&str] = &[
     "managed-agents-claude",
     "managed-agents-agentcore",
     "managed-agents",
+    "managed-agents-store",
 ];
 
 /// The umbrella's examples and the features each requires (its `required-features` in

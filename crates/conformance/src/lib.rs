@@ -14,6 +14,8 @@
 //!   with the reason in cargo's own output. [`conformance_suite!`] is the alternative inside the standard harness:
 //!   it stamps one `#[test]` per scenario plus `conformance_completeness`, but libtest counts a skip as `ok` and
 //!   the reason only reaches stderr.
+//! * [`store_contract`]: the checks every provisioning store must pass; [`artifacts_contract`], every session
+//!   artifact store.
 //! * [`reference`](mod@reference): in-memory reference providers of both modes, which pass the suite in this crate's own tests.
 //!
 //! ## Testing your own provider
@@ -77,12 +79,14 @@
 //! The suite's scenarios are part of this crate's API: pin its version, and expect new scenarios in minor
 //! releases.
 
+pub mod artifacts_contract;
 mod backend;
 mod harness;
 mod log;
 pub mod reference;
 pub mod scenarios;
 mod script;
+pub mod store_contract;
 pub mod support;
 
 pub use async_trait::async_trait;

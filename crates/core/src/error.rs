@@ -174,8 +174,87 @@ pub enum Error {
         raw: String,
     },
 
-    /// The loop host reported an error of its own.
-    #[error("{provider}: {message}")]
+    /// An agent or environment definition is invalid; nothing was provisioned.
+    #[error("invalid {what}: {reason}")]
+    InvalidSpec {
+        /// What was being checked (`"agent spec"`, `"environment spec"`, `"name"` …).
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// What was asked for does not exist.
+    #[error("no {resource} `{name}`")]
+    NotFound {
+        /// What kind of thing (`"artifact"`, `"agent"` …).
+        resource: &'static str,
+        /// Its name or id.
+        name: String,
+    },
+
+    /// A provisioning store failed.
+    #[error("provisioning store: {operation} failed: {message}")]
+    Store {
+        /// The store operation (`"get"`, `"put"`, `"compare_and_swap"` …).
+        operation: &'static str,
+        /// What failed.
+        message: String,
+        /// Whether trying again could succeed (a busy database, say).
+        retryable: bool,
+        /// The underlying error.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// The name a provisioned resource needs is taken by one that cannot be adopted (archived, failed, or of
+    /// another definition).
+    #[error("{resource} name `{name}` is taken: {reason}")]
+    NameConflict {
+        /// What kind of resource (`"agent"`, `"environment"`, `"harness"`).
+        resource: &'static str,
+        /// The contested name.
+        name: String,
+        /// Why it cannot be adopted.
+        reason: String,
+    },
+
+    /// The loop host reports that a resource failed to become ready.
+    #[error("{resource} {id} is {status}{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    ProvisionFailed {
+        /// What kind of resource.
+        resource: &'static str,
+        /// Its id (or ARN).
+        id: String,
+        /// The status it ended in (e.g. `CREATE_FAILED`).
+        status: String,
+        /// The loop host's reason, when given.
+        reason: Option<String>,
+    },
+
+    /// Provisioning's wait budget ran out before a resource reached the state it waited for.
+    #[error(
+        "{resource} {} still {} after {elapsed:?} ({polls} polls) while {phase}",
+        id.as_deref().unwrap_or("(no id yet)"),
+        last_status.as_deref().unwrap_or("unknown")
+    )]
+    ProvisionTimedOut {
+        /// What kind of resource.
+        resource: &'static str,
+        /// Its id, once known.
+        id: Option<String>,
+        /// What the call was doing (`"creating"`, `"waiting for ready"`, `"deleting"` …).
+        phase: &'static str,
+        /// The last status seen.
+        last_status: Option<String>,
+        /// Time spent.
+        elapsed: Duration,
+        /// Status polls made.
+        polls: u32,
+    },
+
+    /// The loop host reported an error of its own. `Display` and `Debug` show at most
+    /// [`MAX_DISPLAYED_BODY_BYTES`] of its message (a service may quote the offending input in it).
+    #[error("{provider}: {}", shorten(message, MAX_DISPLAYED_BODY_BYTES))]
     Provider {
         /// The provider's name.
         provider: String,
@@ -189,6 +268,29 @@ pub enum Error {
 }
 
 impl Error {
+    /// An [`Error::Provider`], keeping at most [`MAX_ERROR_BODY_BYTES`] of `message`.
+    pub fn provider(
+        provider: impl Into<String>,
+        kind: Option<String>,
+        message: impl Into<String>,
+        retryable: bool,
+    ) -> Self {
+        let mut message = message.into();
+        truncate_at_char(&mut message, MAX_ERROR_BODY_BYTES);
+        Self::Provider { provider: provider.into(), kind, message, retryable }
+    }
+
+    /// An [`Error::InvalidSpec`].
+    pub fn invalid_spec(what: &'static str, reason: impl Into<String>) -> Self {
+        Self::InvalidSpec { what, reason: reason.into() }
+    }
+
+    /// An [`Error::Store`] with a source.
+    pub fn store(operation: &'static str, retryable: bool, source: impl Into<BoxError>) -> Self {
+        let source = source.into();
+        Self::Store { operation, message: source.to_string(), retryable, source: Some(source) }
+    }
+
     /// An [`Error::InvalidOption`].
     pub fn invalid_option(option: &'static str, reason: impl Into<String>) -> Self {
         Self::InvalidOption { option, reason: reason.into() }
@@ -222,7 +324,8 @@ impl Error {
             | Self::ResponseTimeout { .. }
             | Self::StreamIdleTimeout { .. }
             | Self::StreamClosed => true,
-            Self::Provider { retryable, .. } => *retryable,
+            Self::Provider { retryable, .. } | Self::Store { retryable, .. } => *retryable,
+            Self::ProvisionTimedOut { .. } => true,
             Self::Turn { source, .. } => source.is_retryable(),
             _ => false,
         }
@@ -285,7 +388,7 @@ fn shorten(text: &str, max: usize) -> String {
 }
 
 /// A partial result in `Debug` output: what it holds, counted.
-struct Summary<'a>(&'a SessionResult);
+pub(crate) struct Summary<'a>(pub(crate) &'a SessionResult);
 
 impl fmt::Debug for Summary<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -366,11 +469,46 @@ impl fmt::Debug for Error {
                 .field("detail", detail)
                 .field("raw", &Length(raw.len()))
                 .finish(),
+            Self::InvalidSpec { what, reason } => {
+                f.debug_struct("InvalidSpec").field("what", what).field("reason", reason).finish()
+            }
+            Self::NotFound { resource, name } => {
+                f.debug_struct("NotFound").field("resource", resource).field("name", name).finish()
+            }
+            Self::Store { operation, message, retryable, source } => f
+                .debug_struct("Store")
+                .field("operation", operation)
+                .field("message", message)
+                .field("retryable", retryable)
+                .field("source", source)
+                .finish(),
+            Self::NameConflict { resource, name, reason } => f
+                .debug_struct("NameConflict")
+                .field("resource", resource)
+                .field("name", name)
+                .field("reason", reason)
+                .finish(),
+            Self::ProvisionFailed { resource, id, status, reason } => f
+                .debug_struct("ProvisionFailed")
+                .field("resource", resource)
+                .field("id", id)
+                .field("status", status)
+                .field("reason", reason)
+                .finish(),
+            Self::ProvisionTimedOut { resource, id, phase, last_status, elapsed, polls } => f
+                .debug_struct("ProvisionTimedOut")
+                .field("resource", resource)
+                .field("id", id)
+                .field("phase", phase)
+                .field("last_status", last_status)
+                .field("elapsed", elapsed)
+                .field("polls", polls)
+                .finish(),
             Self::Provider { provider, kind, message, retryable } => f
                 .debug_struct("Provider")
                 .field("provider", provider)
                 .field("kind", kind)
-                .field("message", message)
+                .field("message", &shorten(message, MAX_DISPLAYED_BODY_BYTES))
                 .field("retryable", retryable)
                 .finish(),
         }
@@ -400,6 +538,7 @@ mod tests {
             usage: Usage::default(),
             turns: 3,
             events: vec![event; 1000],
+            reconnects: 0,
             transcript: None,
         });
         let error = Error::Turn { source: Box::new(Error::malformed("SSE frame", "bad JSON", secret)), partial };
@@ -415,6 +554,10 @@ mod tests {
         assert_eq!(body.len(), MAX_ERROR_BODY_BYTES);
         assert!(http.to_string().len() < MAX_DISPLAYED_BODY_BYTES + 64, "{}", http.to_string().len());
         assert!(format!("{http:?}").len() < MAX_DISPLAYED_BODY_BYTES + 128);
+
+        let quoting = Error::provider("agentcore", None, "x".repeat(1 << 20), false);
+        assert!(quoting.to_string().len() < MAX_DISPLAYED_BODY_BYTES + 64);
+        assert!(format!("{quoting:?}").len() < MAX_DISPLAYED_BODY_BYTES + 128);
 
         let raw = "é".repeat(MAX_MALFORMED_RAW_BYTES);
         let Error::Malformed { raw, .. } = Error::malformed("frame", "bad", raw) else { unreachable!() };

@@ -44,6 +44,31 @@
 //! # }
 //! ```
 //!
+//! ## Provisioning
+//!
+//! [`provision::provision`] creates the loop host's side of an [`AgentSpec`] once and reuses it: definitions
+//! are identified by a digest of their content, providers name resources `<name>_<digest8>`, and a
+//! [`provision::ProvisionStore`] remembers the handles (in memory here; SQLite in `managed-agents-store`).
+//!
+//! ```
+//! use managed_agents_conformance::{Script, ScriptTurn, reference::RequestResponseReference};
+//! use managed_agents_core::provision::{MemoryStore, provision, teardown};
+//! use managed_agents_core::{AgentSpec, NoTools, Session, SessionOptions};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), managed_agents_core::Error> {
+//! let provider = RequestResponseReference::new(Script::new().turn(ScriptTurn::text("Hello.")));
+//! let store = MemoryStore::new();
+//! let spec = AgentSpec::new("greeter", "Greet the user.");
+//! let handle = provision(&provider, &store, &spec, None).await?;
+//! assert_eq!(provision(&provider, &store, &spec, None).await?, handle, "reused, not created again");
+//! let result = Session::run(&provider, NoTools, SessionOptions::new().agent(handle.clone())).await?;
+//! assert_eq!(result.text, "Hello.");
+//! teardown(&provider, &store, &handle).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Delivery guarantees
 //!
 //! [`SessionResult::events`] holds every event of a request exactly once, in both modes: an event whose id the
@@ -76,6 +101,7 @@
 //! `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.usage.*`, `error.type`). Tool arguments and results are
 //! recorded only with [`SessionOptions::record_content`].
 
+pub mod artifacts;
 mod backoff;
 mod error;
 mod event;
@@ -83,6 +109,7 @@ mod handler;
 mod info;
 mod outcome;
 pub mod provider;
+pub mod provision;
 mod result;
 mod seen;
 pub mod session;
@@ -108,7 +135,7 @@ pub use seen::SeenIds;
 pub use session::{
     GuardContext, GuardDecision, Notification, ReconnectPolicy, Session, SessionHandle, SessionOptions, TurnGuard,
 };
-pub use spec::{AgentHandle, AgentSpec, EnvironmentHandle, EnvironmentSpec, Networking};
+pub use spec::{AgentHandle, AgentSpec, EnvironmentHandle, EnvironmentSpec, Networking, Runtime};
 pub use tool::{ToolResult, ToolSchema, ToolUse};
 pub use usage::Usage;
 #[cfg(feature = "http")]

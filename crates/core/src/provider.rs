@@ -222,7 +222,8 @@ pub trait Connection: Send {
     fn session_id(&self) -> Option<String>;
 
     /// Whether `open` reattached to an existing session instead of creating one. A resumed session goes through
-    /// [`Connection::reconnect`] first and delivers the prompt only when nothing is pending.
+    /// [`StreamingConnection::reconnect`] first (a streaming connection) and delivers the prompt only when nothing
+    /// is pending.
     fn resumed(&self) -> bool {
         false
     }
@@ -230,18 +231,6 @@ pub trait Connection: Send {
     /// The client-held conversation, verbatim, for providers with the transcript capability.
     fn transcript(&self) -> Option<Vec<Value>> {
         None
-    }
-
-    /// Re-opens the event stream after a drop (or attaches to a resumed session) and recovers what was missed.
-    /// `seen` holds the ids of the most recent events the session has; [`SeenIds::unseen`] picks the history
-    /// events it lacks.
-    ///
-    /// Streaming connections must implement it. The default answers [`Error::Unsupported`], which the session
-    /// treats as "nothing to recover" for request/response connections (right for those that only reattach)
-    /// and as a failed reconnect for streaming ones.
-    async fn reconnect(&mut self, seen: &SeenIds) -> Result<Reconnected, Error> {
-        let _ = seen;
-        Err(Error::Unsupported { operation: "reconnect", provider: String::new() })
     }
 }
 
@@ -253,13 +242,19 @@ pub trait StreamingConnection: Connection {
 
     /// The next stream item. Must be cancel-safe: the session drops this future when something else happens
     /// first, and calls it again later without losing an item. After [`StreamItem::Closed`] or
-    /// [`StreamItem::Failed`] it is called again only after a successful [`Connection::reconnect`].
+    /// [`StreamItem::Failed`] it is called again only after a successful [`StreamingConnection::reconnect`].
     async fn next_item(&mut self) -> StreamItem;
 
     /// Whether `event` (from this stream, or from the history a reconnect recovered) ends a turn: the session
     /// normalises the events gathered since the last boundary and acts on the turn. Required — a stream whose
     /// turns never end would leave every session waiting until its timeout.
     fn is_turn_boundary(&self, event: &Event) -> bool;
+
+    /// Re-opens the event stream after a drop (or attaches to a resumed session) and recovers what was missed.
+    /// `seen` holds the ids of the most recent events the session has; [`SeenIds::unseen`] picks the history
+    /// events it lacks. Required: a loop host that cannot reconnect answers [`Error::Unsupported`], and the
+    /// session then fails with what broke the stream.
+    async fn reconnect(&mut self, seen: &SeenIds) -> Result<Reconnected, Error>;
 }
 
 /// A connection where each turn is one call returning the turn's events.
@@ -352,6 +347,13 @@ pub trait Provider: Send + Sync {
         Vec::new()
     }
 
+    /// What the handles this provider provisions are valid for. The provisioning facade remembers handles under
+    /// this scope, so two providers of one kind pointed at different accounts or endpoints — or, for a loop that
+    /// keeps its agents in process, two instances — never share entries in a shared store. Default: the name.
+    fn provision_scope(&self) -> String {
+        self.name().to_string()
+    }
+
     /// Creates (or finds) the provider-side agent for `spec`.
     async fn provision(&self, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
         let _ = (spec, environment);
@@ -386,6 +388,9 @@ macro_rules! forward_provider {
             }
             fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
                 (**self).pending_tool_uses(events)
+            }
+            fn provision_scope(&self) -> String {
+                (**self).provision_scope()
             }
             async fn provision(
                 &self,

@@ -22,7 +22,9 @@ pub enum Terminal {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum TerminalReason {
-    /// The loop host reported a terminal turn ([`SessionResult::terminal`] says which).
+    /// The loop host reported a terminal turn ([`SessionResult::terminal`] says which: `EndTurn` for a finished
+    /// answer, `Terminated` for one the host cut short — a token limit, a content filter, an interruption — whose
+    /// raw reason is in [`SessionResult::stop_reason`]).
     Completed,
     /// More turns than `max_turns` were needed.
     MaxTurns,
@@ -38,6 +40,7 @@ pub enum TerminalReason {
 
 /// The normalised outcome of one turn, as a provider's `normalize` returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TurnResult {
     /// How the turn ended.
     pub terminal: Terminal,
@@ -79,6 +82,7 @@ impl TurnResult {
 
 /// What a session run delivers at its end (or with an error, as far as it got).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionResult {
     /// How the last turn ended.
     pub terminal: Terminal,
@@ -104,6 +108,9 @@ pub struct SessionResult {
     pub usage: Usage,
     /// Turns taken in this request.
     pub turns: u32,
+    /// How many times the event stream was reconnected during this request, after drops.
+    #[serde(default)]
+    pub reconnects: u32,
     /// Every raw event of this request, each exactly once, in arrival order. (The handler's event callback is
     /// at-least-once; this record is the exactly-once one.)
     #[serde(default)]
@@ -137,6 +144,7 @@ mod tests {
             usage: Usage::new(3, 4),
             turns: 2,
             events: vec![Event::from_value(json!({"type": "agent.message", "id": "e1"})).unwrap()],
+            reconnects: 1,
             transcript: Some(vec![json!({"role": "user", "content": "hi"})]),
         };
         let back: SessionResult = serde_json::from_value(serde_json::to_value(&result).unwrap()).unwrap();

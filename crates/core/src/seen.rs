@@ -7,7 +7,7 @@ use crate::Event;
 /// The ids of the most recent events a session delivered (or of the tool calls it answered), oldest forgotten
 /// first once `capacity` is reached, so a session's memory stays flat however long it lives.
 ///
-/// A streaming connection gets it in [`Connection::reconnect`](crate::Connection::reconnect) and picks the
+/// A streaming connection gets it in [`StreamingConnection::reconnect`](crate::StreamingConnection::reconnect) and picks the
 /// history events the session has not seen with [`SeenIds::unseen`].
 #[derive(Debug, Clone)]
 pub struct SeenIds {

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 /// Used both for custom tools (run locally through a [`Handler`](crate::Handler)) and for server-side tools, which
 /// are only observed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolUse {
     /// The call id the loop host assigned; a tool result answers exactly this id. Providers whose wire has no id
     /// synthesise a stable one.
@@ -32,6 +33,7 @@ impl ToolUse {
 
 /// The result of one custom tool call, as sent back to the loop host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The [`ToolUse::id`] this answers.
     pub tool_use_id: String,
@@ -59,6 +61,7 @@ impl ToolResult {
 ///
 /// Providers convert it to their wire shape (Anthropic `custom` tool, Bedrock `toolSpec`, OpenAI `function`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolSchema {
     /// The tool's name, as the model will call it.
     pub name: String,

@@ -8,6 +8,7 @@ use serde_json::Value;
 /// `input_tokens` counts uncached input only; cache reads and writes are reported separately (as Anthropic and
 /// Bedrock do). Every provider usage object is kept verbatim in `raw`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
     /// Uncached input tokens.
     #[serde(default)]

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 
 use async_trait::async_trait;
 use managed_agents_core::{
-    Connection, Error, Event, NoTools, OpenConnection, OpenRequest, Provider, StreamItem, StreamingConnection,
-    Terminal, TurnInput, TurnResult,
+    Connection, Error, Event, NoTools, OpenConnection, OpenRequest, Provider, Reconnected, SeenIds, StreamItem,
+    StreamingConnection, Terminal, TurnInput, TurnResult,
 };
 use managed_agents_core::{Session, SessionOptions};
 use serde_json::json;
@@ -61,7 +61,10 @@ impl Provider for Echo {
     }
 
     fn normalize(&self, events: &[Event]) -> TurnResult {
-        TurnResult { events: events.to_vec(), text: "ok".into(), ..TurnResult::new(Terminal::EndTurn) }
+        let mut turn = TurnResult::new(Terminal::EndTurn);
+        turn.events = events.to_vec();
+        turn.text = "ok".into();
+        turn
     }
 }
 
@@ -96,6 +99,10 @@ impl StreamingConnection for EchoConnection {
 
     fn is_turn_boundary(&self, event: &Event) -> bool {
         event.kind() == Some("session.status_idle")
+    }
+
+    async fn reconnect(&mut self, _: &SeenIds) -> Result<Reconnected, Error> {
+        Err(Error::Unsupported { operation: "reconnect", provider: "echo".into() })
     }
 }
 

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use managed_agents_core::{
-    Connection, Error, Event, LiveEvents, NoTools, OpenConnection, OpenRequest, Provider, RequestResponseConnection,
-    Session, SessionOptions, StreamItem, StreamingConnection, Terminal, TerminalReason, TurnInput, TurnResult,
+    Connection, Error, Event, LiveEvents, NoTools, OpenConnection, OpenRequest, Provider, Reconnected,
+    RequestResponseConnection, SeenIds, Session, SessionOptions, StreamItem, StreamingConnection, Terminal,
+    TerminalReason, TurnInput, TurnResult,
 };
 use serde_json::json;
 
@@ -38,7 +39,9 @@ impl Provider for NamesNoTools {
 
     fn normalize(&self, events: &[Event]) -> TurnResult {
         let terminal = if self.fail_second_poll { Terminal::EndTurn } else { Terminal::RequiresAction };
-        TurnResult { events: events.to_vec(), ..TurnResult::new(terminal) }
+        let mut turn = TurnResult::new(terminal);
+        turn.events = events.to_vec();
+        turn
     }
 }
 
@@ -103,7 +106,9 @@ impl Provider for NeverEnds {
     }
 
     fn normalize(&self, events: &[Event]) -> TurnResult {
-        TurnResult { events: events.to_vec(), ..TurnResult::new(Terminal::EndTurn) }
+        let mut turn = TurnResult::new(Terminal::EndTurn);
+        turn.events = events.to_vec();
+        turn
     }
 }
 
@@ -131,6 +136,10 @@ impl StreamingConnection for NeverEndsConnection {
 
     fn is_turn_boundary(&self, _: &Event) -> bool {
         false
+    }
+
+    async fn reconnect(&mut self, _: &SeenIds) -> Result<Reconnected, Error> {
+        Err(Error::Unsupported { operation: "reconnect", provider: "never-ends".into() })
     }
 }
 

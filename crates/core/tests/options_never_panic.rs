@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
-use managed_agents_conformance::{Script, ScriptTurn};
+use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::{Error, ReconnectPolicy, RetryPolicy, Session, SessionOptions, tool_fn};
 use proptest::prelude::*;
 use serde_json::json;
@@ -33,6 +33,14 @@ fn fraction() -> impl Strategy<Value = f64> {
 
 fn script() -> Script {
     Script::new().turn(ScriptTurn::tool_call("call_1", "echo", json!({"x": 1}))).turn(ScriptTurn::text("done"))
+}
+
+/// The same script with the stream dropping in its first turn, so the reconnect policy's delays are computed and
+/// slept on.
+fn dropping_script() -> Script {
+    Script::new()
+        .turn(ScriptTurn::tool_call("call_1", "echo", json!({"x": 1})).with_fault(Fault::DropStreamAfter { events: 1 }))
+        .turn(ScriptTurn::text("done"))
 }
 
 #[derive(Debug, Clone)]
@@ -99,18 +107,25 @@ fn options(k: &Knobs) -> SessionOptions {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
-    /// A whole run under arbitrary options ends in a result or a typed error, never a panic.
+    /// A whole run under arbitrary options ends in a result or a typed error, never a panic. Streaming runs drop
+    /// their stream once, so every reconnect knob is used. The clock is paused (it jumps to the next timer), so
+    /// day-long delays take no time; a run still waiting after a virtual year passes.
     #[test]
     fn any_session_options_give_a_result_or_a_typed_error(k in knobs()) {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
         let handler = tool_fn(|_, input| async move { Ok(input.to_string()) });
+        let year = Duration::from_secs(365 * 24 * 3600);
         let outcome = runtime.block_on(async {
-            if k.streaming {
-                Session::run(&StreamingReference::new(script()), handler, options(&k)).await
-            } else {
-                Session::run(&RequestResponseReference::new(script()), handler, options(&k)).await
-            }
+            let run = async {
+                if k.streaming {
+                    Session::run(&StreamingReference::new(dropping_script()), handler, options(&k)).await
+                } else {
+                    Session::run(&RequestResponseReference::new(script()), handler, options(&k)).await
+                }
+            };
+            tokio::time::timeout(year, run).await
         });
+        let Ok(outcome) = outcome else { return Ok(()) };
         match outcome {
             Ok(result) => prop_assert_eq!(result.text, "done"),
             Err(Error::InvalidOption { option, .. }) => {
@@ -118,7 +133,7 @@ proptest! {
                     "seen_window"].contains(&option), "{}", option);
             }
             Err(error) => prop_assert!(
-                matches!(error, Error::TimedOut { .. } | Error::MaxTurnsExceeded { .. }),
+                matches!(error, Error::TimedOut { .. } | Error::MaxTurnsExceeded { .. } | Error::Turn { .. }),
                 "unexpected {:?}", error
             ),
         }

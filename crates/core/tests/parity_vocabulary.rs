@@ -28,7 +28,7 @@ fn vocabulary_defaults_and_json() {
     assert_eq!(round_trip(&tool_use), json!({"id": "t1", "name": "echo", "input": {}}));
 
     let result: ToolResult = serde_json::from_value(json!({"tool_use_id": "t1"})).unwrap();
-    assert_eq!(result, ToolResult { tool_use_id: "t1".into(), text: String::new(), is_error: false });
+    assert_eq!(result, ToolResult::ok("t1", ""));
     round_trip(&result);
 
     let turn = TurnResult::new(Terminal::Terminated);

@@ -3,13 +3,16 @@
 //! Run an agent's loop on a hosted or local **loop host** while its custom tools run on **your** machine:
 //!
 //! * Claude Managed Agents (server-side loop over SSE) — feature `claude`;
-//! * Amazon Bedrock AgentCore harness (server-side loop over AWS event-stream) — feature `agentcore`;
+//! * Amazon Bedrock AgentCore harness (server-side loop over AWS event-stream) — feature `agentcore` (it needs
+//!   Rust 1.94.1, as the AWS SDK does; everything else 1.88);
 //! * a local in-process loop over any OpenAI-compatible chat endpoint — feature `local`;
 //! * or your own provider, built on [`managed-agents-core`](managed_agents_core) and checked with
 //!   `managed-agents-conformance`.
 //!
 //! This crate re-exports the core (the [`Session`] loop, the [`Provider`] and [`Handler`] traits and the
-//! vocabulary) and, behind features, the provider crates.
+//! vocabulary) and, behind features, the provider crates. Feature `emulator` turns on the bundled emulator of
+//! each provider you enabled (a loopback server speaking its wire, for tests and demos); it enables no provider
+//! by itself. No feature is on by default.
 //!
 //! ## Example
 //!

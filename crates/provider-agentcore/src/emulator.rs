@@ -16,6 +16,12 @@
 //! `validationException` carries its `reason`. `InvokeAgentRuntimeCommand` is answered by a tiny shell (`echo`,
 //! `fail N`).
 //!
+//! The control plane the harness lifecycle calls is emulated too ([`control`]): `CreateHarness`, `GetHarness`,
+//! `ListHarnesses` (paged) and `DeleteHarness`, with statuses that change over time ([`Transition`]) and
+//! injectable paths — a name already taken ([`AgentCoreEmulator::seed_harness`] in any status, `DELETING`
+//! included), a create that ends `CREATE_FAILED` ([`AgentCoreEmulator::fail_next_create`]), a harness stuck in
+//! `CREATING` ([`Transition::Never`]). `InvokeHarness` accepts [`HARNESS_ARN`] and every `READY` harness.
+//!
 //! The `serve_agentcore_emulator` example serves it to other languages' SDKs (`tests/sdk/agentcore_sdk_check.py` drives
 //! it with boto3).
 
@@ -35,7 +41,11 @@ use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
 use managed_agents_core::{Mode, RetryPolicy, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 
-use crate::{BedrockAgentCore, BedrockAgentCoreBuilder};
+use crate::{BedrockAgentCore, BedrockAgentCoreBuilder, ProvisionSettings};
+
+pub mod control;
+
+pub use control::{ControlOptions, ControlRequest, EXECUTION_ROLE_ARN, EmulatedHarness, Transition};
 
 /// The session-id header.
 pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
@@ -134,12 +144,14 @@ struct State {
     log: InputLog,
     requests: Vec<InvokeRequest>,
     gate: Option<Arc<tokio::sync::Notify>>,
+    control: control::ControlState,
 }
 
 /// The emulator. Dropping it stops the server.
 pub struct AgentCoreEmulator {
     server: LoopbackServer,
     state: Arc<Mutex<State>>,
+    control_seen: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for AgentCoreEmulator {
@@ -170,10 +182,25 @@ impl AgentCoreEmulator {
             log: InputLog::new(),
             requests: Vec::new(),
             gate: None,
+            control: control::ControlState::default(),
         }));
         let shared = Arc::clone(&state);
-        let server = LoopbackServer::start(move |request| serve(Arc::clone(&shared), request)).await?;
-        Ok(Self { server, state })
+        let control_seen = Arc::new(tokio::sync::Notify::new());
+        let seen = Arc::clone(&control_seen);
+        let server = LoopbackServer::start(move |request| {
+            let seen = Arc::clone(&seen);
+            let state = Arc::clone(&shared);
+            async move {
+                let control = request.uri.path() != "/harnesses/invoke" && request.uri.path().starts_with("/harnesses");
+                let response = serve(state, request).await;
+                if control {
+                    seen.notify_waiters();
+                }
+                response
+            }
+        })
+        .await?;
+        Ok(Self { server, state, control_seen })
     }
 
     /// The endpoint URL to give the SDK client.
@@ -199,15 +226,134 @@ impl AgentCoreEmulator {
         aws_sdk_bedrockagentcore::Client::from_conf(config)
     }
 
-    /// A provider on [`AgentCoreEmulator::client`], retrying quickly (2 retries from 5 ms).
-    pub fn provider(&self) -> BedrockAgentCore {
-        BedrockAgentCore::new(self.client()).with_retry(Self::retry())
+    /// The real control-plane SDK client pointed at the emulator, configured like [`AgentCoreEmulator::client`].
+    pub fn control_client(&self) -> aws_sdk_bedrockagentcorecontrol::Client {
+        let config = aws_sdk_bedrockagentcorecontrol::Config::builder()
+            .behavior_version(aws_sdk_bedrockagentcorecontrol::config::BehaviorVersion::latest())
+            .region(aws_sdk_bedrockagentcorecontrol::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_bedrockagentcorecontrol::config::Credentials::new(
+                "AKIDEMULATED",
+                "emulated-secret",
+                None,
+                None,
+                "emulator",
+            ))
+            .endpoint_url(self.endpoint())
+            .http_client(aws_smithy_http_client::Builder::new().build_http())
+            .retry_config(aws_sdk_bedrockagentcorecontrol::config::retry::RetryConfig::disabled())
+            .build();
+        aws_sdk_bedrockagentcorecontrol::Client::from_conf(config)
     }
 
-    /// A builder on [`AgentCoreEmulator::client`] with the quick retries of [`AgentCoreEmulator::provider`], for
-    /// tests that change other settings.
+    /// A provider on [`AgentCoreEmulator::client`] and [`AgentCoreEmulator::control_client`], retrying quickly
+    /// (2 retries from 5 ms) and provisioning with [`AgentCoreEmulator::provision_settings`].
+    pub fn provider(&self) -> BedrockAgentCore {
+        BedrockAgentCore::new(self.client())
+            .with_retry(Self::retry())
+            .with_control(self.control_client(), Self::provision_settings())
+    }
+
+    /// A builder on both clients with the quick retries and provisioning settings of
+    /// [`AgentCoreEmulator::provider`], for tests that change other settings.
     pub fn provider_builder(&self) -> BedrockAgentCoreBuilder {
-        BedrockAgentCore::builder().client(self.client()).retry(Self::retry())
+        BedrockAgentCore::builder()
+            .client(self.client())
+            .control_client(self.control_client())
+            .retry(Self::retry())
+            .provisioning(Self::provision_settings())
+    }
+
+    /// Quick provisioning for tests: role [`EXECUTION_ROLE_ARN`], a 10 s budget, polls every 5 ms to 20 ms.
+    pub fn provision_settings() -> ProvisionSettings {
+        ProvisionSettings::default()
+            .with_execution_role_arn(EXECUTION_ROLE_ARN)
+            .with_budget(Duration::from_secs(10))
+            .with_poll_interval(Duration::from_millis(5), Duration::from_millis(20))
+    }
+
+    /// Sets how the control plane behaves from now on.
+    pub fn set_control_options(&self, options: ControlOptions) {
+        lock(&self.state).control.set_options(options);
+    }
+
+    /// Adds a harness named `name` in `status` (any string, e.g. `"READY"`, `"DELETING"`, `"CREATE_FAILED"`),
+    /// as if someone else had created it. Transitional statuses move on as [`ControlOptions`] says.
+    pub fn seed_harness(&self, name: &str, status: &str) -> EmulatedHarness {
+        lock(&self.state).control.seed(name, status, None)
+    }
+
+    /// Like [`AgentCoreEmulator::seed_harness`], but the transitional `status` ends in `ends_in` (with an optional
+    /// `failureReason`) — e.g. a `DELETING` harness that ends `DELETE_FAILED` instead of vanishing.
+    pub fn seed_harness_ending_in(
+        &self,
+        name: &str,
+        status: &str,
+        ends_in: &str,
+        reason: Option<&str>,
+    ) -> EmulatedHarness {
+        lock(&self.state).control.seed(name, status, Some((ends_in.to_string(), reason.map(str::to_string))))
+    }
+
+    /// The next harness created ends in `CREATE_FAILED` with `reason` instead of `READY`.
+    pub fn fail_next_create(&self, reason: impl Into<String>) {
+        lock(&self.state).control.next_create_ends_in("CREATE_FAILED".into(), Some(reason.into()));
+    }
+
+    /// The next harness created leaves `CREATING` for `status` (any string: `"DELETING"`, `"INACTIVE"` …) with
+    /// an optional `failureReason`, instead of `READY`.
+    pub fn next_create_ends_in(&self, status: &str, reason: Option<&str>) {
+        lock(&self.state).control.next_create_ends_in(status.to_string(), reason.map(str::to_string));
+    }
+
+    /// The next `count` `GetHarness` calls answer `429 ThrottlingException`.
+    pub fn throttle_polls(&self, count: u32) {
+        self.fail_polls(count, 429);
+    }
+
+    /// The next `count` `GetHarness` calls fail with HTTP `status`, as the matching AWS error (403
+    /// `AccessDeniedException`, 429 `ThrottlingException`, 500 `InternalServerException` …).
+    pub fn fail_polls(&self, count: u32, status: u16) {
+        lock(&self.state).control.fail_gets(count, status);
+    }
+
+    /// The next `count` `CreateHarness` calls create their harness but answer with HTTP `status` (as if the
+    /// response was lost): sending the request again with the same client token returns that harness.
+    pub fn fail_creates(&self, count: u32, status: u16) {
+        lock(&self.state).control.fail_creates(count, status);
+    }
+
+    /// The next `count` `DeleteHarness` calls fail with HTTP `status` (the harness stays).
+    pub fn fail_deletes(&self, count: u32, status: u16) {
+        lock(&self.state).control.fail_deletes(count, status);
+    }
+
+    /// The next `CreateHarness` creates its harness but answers `201` with `body` verbatim (a drifted response).
+    pub fn next_create_response(&self, body: Value) {
+        lock(&self.state).control.next_create_body(body);
+    }
+
+    /// The harnesses the control plane holds now, in creation order.
+    pub fn harnesses(&self) -> Vec<EmulatedHarness> {
+        lock(&self.state).control.harnesses()
+    }
+
+    /// Waits until a control-plane request with `method` (`"DELETE"` …) has been received, and returns it (the
+    /// first one). Bound it with a timeout of your own.
+    pub async fn control_request(&self, method: &str) -> ControlRequest {
+        loop {
+            let notified = self.control_seen.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(request) = self.control_requests().into_iter().find(|r| r.method == method) {
+                return request;
+            }
+            notified.await;
+        }
+    }
+
+    /// Every control-plane request received, in order.
+    pub fn control_requests(&self) -> Vec<ControlRequest> {
+        lock(&self.state).control.requests()
     }
 
     fn retry() -> RetryPolicy {
@@ -238,6 +384,7 @@ fn aws_error(status: u16, message: &str) -> Response<ResponseBody> {
         400 => "ValidationException",
         403 => "AccessDeniedException",
         404 => "ResourceNotFoundException",
+        409 => "ConflictException",
         429 => "ThrottlingException",
         _ => "InternalServerException",
     };
@@ -550,6 +697,26 @@ fn command_response(body: &Value) -> Response<ResponseBody> {
 
 async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<ResponseBody> {
     let path = request.uri.path();
+    if path != "/harnesses/invoke" {
+        let (response, delay) = {
+            let mut guard = lock(&state);
+            let options = guard.control.options();
+            let delay = if request.method == Method::GET && path.starts_with("/harnesses/") {
+                options.get_delay
+            } else if request.method == Method::POST && path == "/harnesses" {
+                options.create_delay
+            } else {
+                None
+            };
+            (guard.control.serve(&request), delay)
+        };
+        if let Some(response) = response {
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
+            return response;
+        }
+    }
     if request.method == Method::POST && path.starts_with("/runtimes/") && path.ends_with("/commands") {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         if request.headers.get(SESSION_HEADER).is_none() {
@@ -584,7 +751,7 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     if !is_harness_arn(&harness_arn) {
         return aws_error(400, "harnessArn does not match the harness ARN pattern");
     }
-    if harness_arn != HARNESS_ARN {
+    if harness_arn != HARNESS_ARN && !guard.control.is_ready(&harness_arn) {
         return aws_error(404, "no harness with this ARN");
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();

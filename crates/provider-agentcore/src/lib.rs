@@ -11,8 +11,13 @@
 //! * [`StopReason`]: the harness stop reasons and how each ends a turn.
 //! * [`validate_session_id`] / [`new_session_id`]: AgentCore's runtime session id rule.
 //! * [`run_command`]: a shell command in the session's runtime, stdout/stderr streamed, exit code returned.
+//! * [`harness`]: the harness lifecycle on the control plane (`aws-sdk-bedrockagentcorecontrol`):
+//!   `Provider::provision` creates (or adopts) the content-addressed harness of an `AgentSpec` and waits until it
+//!   is `READY` under one wall-clock budget ([`ProvisionSettings`]); `Provider::teardown` deletes it and waits
+//!   until it is gone. The handle's `agent_id` is the harness ARN a session runs on.
 //! * `emulator` feature: [`emulator::AgentCoreEmulator`], an `InvokeHarness` server on loopback that answers the
-//!   real SDK client with event-stream frames following a conformance script, and [`emulator::AgentCoreBackend`].
+//!   real SDK client with event-stream frames following a conformance script (and the harness control plane,
+//!   with statuses that change over time), and [`emulator::AgentCoreBackend`].
 //!
 //! ## Example
 //!
@@ -51,11 +56,13 @@ mod command;
 pub mod convert;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+pub mod harness;
 mod provider;
 mod session_id;
 pub mod wire;
 
 pub use command::{CommandOutput, OutputStream, run_command};
+pub use harness::{ProvisionSettings, ProvisionedHarness};
 pub use provider::{BedrockAgentCore, BedrockAgentCoreBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};
 pub use session_id::{MAX_SESSION_ID_LEN, MIN_SESSION_ID_LEN, new_session_id, validate_session_id};
 pub use wire::StopReason;

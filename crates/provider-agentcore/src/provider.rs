@@ -10,11 +10,12 @@ use aws_sdk_bedrockagentcore::operation::invoke_harness::InvokeHarnessError;
 use aws_sdk_bedrockagentcore::types::error::{InvokeHarnessStreamOutputError, ValidationException};
 use aws_sdk_bedrockagentcore::types::{HarnessBedrockModelConfig, HarnessModelConfiguration};
 use managed_agents_core::{
-    Capabilities, Connection, Error, Event, LiveEvents, OpenConnection, OpenRequest, Provider,
-    RequestResponseConnection, RetryPolicy, TurnInput, TurnResult,
+    AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, LiveEvents, OpenConnection,
+    OpenRequest, Provider, RequestResponseConnection, RetryPolicy, TurnInput, TurnResult,
 };
 
 use crate::convert::stream_event;
+use crate::harness::{ProvisionSettings, harness_id_from_arn};
 use crate::session_id::{new_session_id, validate_session_id};
 use crate::wire;
 
@@ -59,16 +60,25 @@ impl Default for Settings {
 /// runtime session (it must follow AgentCore's id rule), otherwise a fresh id is generated. Per-invocation
 /// overrides: `SessionOptions::model` (a Bedrock model id), and the provider options `timeout_seconds`,
 /// `max_iterations`, `max_tokens` (integers) and `runtime_user_id` (string).
+///
+/// Provisioning ([`Provider::provision`], [`BedrockAgentCore::provision_harness`]) runs on the control-plane
+/// client (`aws-sdk-bedrockagentcorecontrol`) with the [`ProvisionSettings`] of the builder; see
+/// [`crate::harness`].
 #[derive(Clone)]
 pub struct BedrockAgentCore {
     client: Client,
+    control: Option<aws_sdk_bedrockagentcorecontrol::Client>,
     settings: Settings,
+    provisioning: ProvisionSettings,
 }
 
 impl fmt::Debug for BedrockAgentCore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The SDK client's own Debug output does not print credentials; keep ours to the settings.
-        f.debug_struct("BedrockAgentCore").field("settings", &self.settings).finish_non_exhaustive()
+        f.debug_struct("BedrockAgentCore")
+            .field("settings", &self.settings)
+            .field("provisioning", &self.provisioning)
+            .finish_non_exhaustive()
     }
 }
 
@@ -86,7 +96,7 @@ impl BedrockAgentCore {
     /// retries on the client (`RetryConfig::disabled()`): the provider retries what is worth retrying (see
     /// [`BedrockAgentCoreBuilder::retry`]).
     pub fn new(client: Client) -> Self {
-        Self { client, settings: Settings::default() }
+        Self { client, control: None, settings: Settings::default(), provisioning: ProvisionSettings::default() }
     }
 
     /// A provider configured by the standard AWS chain (environment, profile, web identity, container, IMDS;
@@ -104,9 +114,31 @@ impl BedrockAgentCore {
         self
     }
 
+    /// With a control-plane client and provisioning settings (already valid: the emulator's).
+    #[cfg(feature = "emulator")]
+    pub(crate) fn with_control(
+        mut self,
+        control: aws_sdk_bedrockagentcorecontrol::Client,
+        provisioning: ProvisionSettings,
+    ) -> Self {
+        self.control = Some(control);
+        self.provisioning = provisioning;
+        self
+    }
+
     /// The SDK client, for the calls the loop does not use.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The control-plane SDK client (harness lifecycle), when configured.
+    pub fn control_client(&self) -> Option<&aws_sdk_bedrockagentcorecontrol::Client> {
+        self.control.as_ref()
+    }
+
+    /// How harnesses are provisioned.
+    pub fn provisioning(&self) -> &ProvisionSettings {
+        &self.provisioning
     }
 
     /// The longest silence on an event stream before the call counts as stalled.
@@ -138,6 +170,8 @@ impl BedrockAgentCore {
 #[must_use]
 pub struct BedrockAgentCoreBuilder {
     client: Option<Client>,
+    control: Option<aws_sdk_bedrockagentcorecontrol::Client>,
+    provisioning: Option<ProvisionSettings>,
     idle_timeout: Option<Duration>,
     request_timeout: Option<Duration>,
     retry: Option<RetryPolicy>,
@@ -148,6 +182,8 @@ impl fmt::Debug for BedrockAgentCoreBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BedrockAgentCoreBuilder")
             .field("client", &self.client.as_ref().map(|_| "…"))
+            .field("control_client", &self.control.as_ref().map(|_| "…"))
+            .field("provisioning", &self.provisioning)
             .field("idle_timeout", &self.idle_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("retry", &self.retry)
@@ -169,8 +205,9 @@ impl BedrockAgentCoreBuilder {
         Self::default()
     }
 
-    /// A builder whose client is configured by the standard AWS chain (see [`BedrockAgentCore::from_env`]),
-    /// with the SDK's own retries off.
+    /// A builder whose clients (data and control plane) are configured by the standard AWS chain (see
+    /// [`BedrockAgentCore::from_env`]), with the SDK's own retries off, and whose provisioning execution role is
+    /// `AGENTCORE_EXECUTION_ROLE_ARN` when set.
     pub async fn from_env() -> Self {
         // Our own retries decide what is worth repeating; the SDK's would multiply them.
         let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
@@ -178,7 +215,13 @@ impl BedrockAgentCoreBuilder {
             .retry_config(aws_config::retry::RetryConfig::disabled())
             .load()
             .await;
-        Self::new().sdk_config(&config)
+        let builder = Self::new().sdk_config(&config);
+        match std::env::var("AGENTCORE_EXECUTION_ROLE_ARN") {
+            Ok(role) if !role.trim().is_empty() => {
+                builder.provisioning(ProvisionSettings::default().with_execution_role_arn(role))
+            }
+            _ => builder,
+        }
     }
 
     /// The SDK client to call through, used as given: disable its retries (`RetryConfig::disabled()`), the
@@ -188,16 +231,36 @@ impl BedrockAgentCoreBuilder {
         self
     }
 
-    /// Builds the SDK client from a shared AWS configuration (credentials, region, endpoint …), with the SDK's
-    /// retries off, and rustls with ring when the configuration names no HTTP client. Replaces an earlier
-    /// [`client`](Self::client).
+    /// Builds both SDK clients (data plane and control plane) from a shared AWS configuration (credentials,
+    /// region, endpoint …), with the SDK's retries off, and rustls with ring when the configuration names no HTTP
+    /// client. Replaces an earlier [`client`](Self::client) and [`control_client`](Self::control_client).
     pub fn sdk_config(mut self, config: &aws_config::SdkConfig) -> Self {
-        let mut builder = aws_sdk_bedrockagentcore::config::Builder::from(config)
+        let http = config.http_client().is_none().then(https_client);
+        let mut data = aws_sdk_bedrockagentcore::config::Builder::from(config)
             .retry_config(aws_sdk_bedrockagentcore::config::retry::RetryConfig::disabled());
-        if config.http_client().is_none() {
-            builder = builder.http_client(https_client());
+        let mut control = aws_sdk_bedrockagentcorecontrol::config::Builder::from(config)
+            .retry_config(aws_sdk_bedrockagentcorecontrol::config::retry::RetryConfig::disabled());
+        if let Some(http) = http {
+            data = data.http_client(http.clone());
+            control = control.http_client(http);
         }
-        self.client = Some(Client::from_conf(builder.build()));
+        self.client = Some(Client::from_conf(data.build()));
+        self.control = Some(aws_sdk_bedrockagentcorecontrol::Client::from_conf(control.build()));
+        self
+    }
+
+    /// The control-plane SDK client harness provisioning calls (`CreateHarness`, `GetHarness`, `ListHarnesses`,
+    /// `DeleteHarness`), used as given. Without one (and without [`sdk_config`](Self::sdk_config)) provisioning
+    /// fails with [`Error::InvalidOption`] (`control_client`); sessions do not need it.
+    pub fn control_client(mut self, client: aws_sdk_bedrockagentcorecontrol::Client) -> Self {
+        self.control = Some(client);
+        self
+    }
+
+    /// How harnesses are provisioned: execution role, one wall-clock budget per call, poll intervals, request
+    /// and rollback timeouts, listing page size (checked with [`ProvisionSettings::validate`]).
+    pub fn provisioning(mut self, settings: ProvisionSettings) -> Self {
+        self.provisioning = Some(settings);
         self
     }
 
@@ -252,9 +315,13 @@ impl BedrockAgentCoreBuilder {
         }
         let retry = self.retry.unwrap_or_else(default_retry);
         retry.validate()?;
+        let provisioning = self.provisioning.unwrap_or_default();
+        provisioning.validate()?;
         Ok(BedrockAgentCore {
             client,
+            control: self.control,
             settings: Settings { idle_timeout, request_timeout, retry, qualifier: self.qualifier },
+            provisioning,
         })
     }
 }
@@ -263,6 +330,13 @@ impl BedrockAgentCoreBuilder {
 impl Provider for BedrockAgentCore {
     fn name(&self) -> &str {
         "agentcore"
+    }
+
+    /// The region: harnesses live in one region. Two accounts in one region sharing a durable store should use
+    /// stores of their own (the account is not known without a call).
+    fn provision_scope(&self) -> String {
+        let region = self.client.config().region().map(|region| region.as_ref().to_string()).unwrap_or_default();
+        format!("agentcore:{region}")
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -316,6 +390,20 @@ impl Provider for BedrockAgentCore {
 
     fn text_delta(&self, event: &Event) -> Option<String> {
         wire::text_delta(event)
+    }
+
+    /// Provisions the harness of `spec` (see [`BedrockAgentCore::provision_harness`]); the handle's `agent_id` is
+    /// the harness ARN.
+    async fn provision(&self, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
+        Ok(self.provision_harness(spec, environment).await?.handle())
+    }
+
+    /// Deletes the harness whose ARN is the handle's `agent_id` and waits until it is gone (see
+    /// [`BedrockAgentCore::teardown_harness`]).
+    async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
+        let id = harness_id_from_arn(&handle.agent_id)
+            .ok_or_else(|| Error::invalid_option("agent_id", "an AgentCore handle's agent_id must be a harness ARN"))?;
+        self.teardown_harness(id).await
     }
 }
 

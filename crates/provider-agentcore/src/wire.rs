@@ -64,7 +64,7 @@ pub enum StopReason {
 
 impl StopReason {
     /// Every value the service model defines, as it appears on the wire.
-    pub const KNOWN: [&'static str; 15] = [
+    pub const KNOWN: &'static [&'static str] = &[
         "end_turn",
         "stop_sequence",
         "tool_use",

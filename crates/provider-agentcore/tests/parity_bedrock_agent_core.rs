@@ -1,6 +1,6 @@
 //! Parity with upstream `test/req_managed_agents/providers/bedrock_agent_core_test.exs` — the invocation half
 //! (A-10 … A-15). The provisioning half (build_spec, provision, 409 recovery, rollback, ready/delete waits,
-//! harness naming, provision telemetry and logs) is missing: harness provisioning is not built (docs/parity.md).
+//! harness naming, provision telemetry and logs) is `parity_harness_provision.rs`.
 //!
 //! Every case goes through the provider's public API; invocation cases open a connection against the AgentCore
 //! emulator through the real SDK client and read the InvokeHarness requests it recorded.

@@ -1,19 +1,32 @@
 //! [`ClaudeManagedAgentsBuilder`]: the provider's builder, with the client builder's knobs.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use managed_agents_core::Error;
 use managed_agents_core::http::RetryPolicy;
+use managed_agents_core::provision::ProvisionStore;
 
 use crate::{ClaudeClientBuilder, ClaudeManagedAgents};
 
 /// Builds a [`ClaudeManagedAgents`] with the same knobs as [`ClaudeClientBuilder`]. Made by
 /// [`ClaudeManagedAgents::builder`], which never reads the environment, or by
 /// [`ClaudeManagedAgentsBuilder::from_env`], which starts from it.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 #[must_use]
 pub struct ClaudeManagedAgentsBuilder {
     client: ClaudeClientBuilder,
+    store: Option<Arc<dyn ProvisionStore>>,
+}
+
+impl fmt::Debug for ClaudeManagedAgentsBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClaudeManagedAgentsBuilder")
+            .field("client", &self.client)
+            .field("store", &self.store.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 impl ClaudeManagedAgentsBuilder {
@@ -25,57 +38,69 @@ impl ClaudeManagedAgentsBuilder {
     /// A builder pre-filled from the environment (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`); see
     /// [`ClaudeClientBuilder::from_env`].
     pub fn from_env() -> Self {
-        Self { client: ClaudeClientBuilder::from_env() }
+        Self { client: ClaudeClientBuilder::from_env(), store: None }
     }
 
     /// Starts from a client builder.
     pub fn from_client_builder(client: ClaudeClientBuilder) -> Self {
-        Self { client }
+        Self { client, store: None }
     }
 
     /// The API root (default `https://api.anthropic.com`).
     pub fn base_url(self, base_url: impl Into<String>) -> Self {
-        Self { client: self.client.base_url(base_url) }
+        Self { client: self.client.base_url(base_url), ..self }
     }
 
     /// The API key (required).
     pub fn api_key(self, api_key: impl Into<String>) -> Self {
-        Self { client: self.client.api_key(api_key) }
+        Self { client: self.client.api_key(api_key), ..self }
     }
 
     /// The `anthropic-version` header (default `2023-06-01`).
     pub fn anthropic_version(self, version: impl Into<String>) -> Self {
-        Self { client: self.client.anthropic_version(version) }
+        Self { client: self.client.anthropic_version(version), ..self }
     }
 
     /// The managed-agents beta (default `managed-agents-2026-04-01`).
     pub fn beta(self, beta: impl Into<String>) -> Self {
-        Self { client: self.client.beta(beta) }
+        Self { client: self.client.beta(beta), ..self }
     }
 
     /// The files beta (default `files-api-2025-04-14`).
     pub fn files_beta(self, beta: impl Into<String>) -> Self {
-        Self { client: self.client.files_beta(beta) }
+        Self { client: self.client.files_beta(beta), ..self }
     }
 
     /// The limit for one JSON call (default 60 s; must not be zero).
     pub fn request_timeout(self, timeout: Duration) -> Self {
-        Self { client: self.client.request_timeout(timeout) }
+        Self { client: self.client.request_timeout(timeout), ..self }
     }
 
     /// The longest silence on the event stream before it counts as dropped (default 10 min; must not be zero).
     pub fn idle_timeout(self, timeout: Duration) -> Self {
-        Self { client: self.client.idle_timeout(timeout) }
+        Self { client: self.client.idle_timeout(timeout), ..self }
     }
 
     /// The retry policy for API calls (default [`RetryPolicy::default`]).
     pub fn retry(self, retry: RetryPolicy) -> Self {
-        Self { client: self.client.retry(retry) }
+        Self { client: self.client.retry(retry), ..self }
+    }
+
+    /// Where `Provider::provision` remembers the agents and environments it ensured (default: a fresh
+    /// in-memory store per provider). Share a durable store between processes that provision the same
+    /// definitions.
+    pub fn provision_store(mut self, store: Arc<dyn ProvisionStore>) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// Builds the provider; fails as [`ClaudeClientBuilder::build`] does.
     pub fn build(self) -> Result<ClaudeManagedAgents, Error> {
-        Ok(ClaudeManagedAgents::new(self.client.build()?))
+        let client = self.client.build()?;
+        Ok(match self.store {
+            Some(store) => ClaudeManagedAgents::with_store(client, store),
+            None => ClaudeManagedAgents::new(client),
+        })
     }
 }
 

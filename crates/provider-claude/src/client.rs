@@ -20,6 +20,10 @@ pub const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
 pub const FILES_BETA: &str = "files-api-2025-04-14";
 /// Page size when listing a session's events.
 pub const EVENTS_PAGE_SIZE: u32 = 100;
+/// Page size when listing agents, environments, sessions, resources and files.
+pub const LIST_PAGE_SIZE: u32 = 100;
+/// The most pages one `list_all_*` call follows before it gives up (a server that never stops paging).
+pub const MAX_LIST_PAGES: usize = 10_000;
 
 /// How the client reaches the API. Built by [`ClaudeClient::builder`] (or [`ClaudeClient::from_env`]).
 #[derive(Clone)]
@@ -338,7 +342,7 @@ impl ClaudeClient {
         self.get(&format!("/v1/agents/{}", encode(id)), &[]).await
     }
 
-    /// `GET /v1/agents` with query parameters.
+    /// `GET /v1/agents` with query parameters: one page (see [`ClaudeClient::list_all_agents`]).
     pub async fn list_agents(&self, query: &[(&str, String)]) -> Result<Value, Error> {
         self.get("/v1/agents", query).await
     }
@@ -363,7 +367,7 @@ impl ClaudeClient {
         self.get(&format!("/v1/environments/{}", encode(id)), &[]).await
     }
 
-    /// `GET /v1/environments` with query parameters.
+    /// `GET /v1/environments` with query parameters: one page (see [`ClaudeClient::list_all_environments`]).
     pub async fn list_environments(&self, query: &[(&str, String)]) -> Result<Value, Error> {
         self.get("/v1/environments", query).await
     }
@@ -388,7 +392,7 @@ impl ClaudeClient {
         self.get(&format!("/v1/sessions/{}", encode(id)), &[]).await
     }
 
-    /// `GET /v1/sessions` with query parameters.
+    /// `GET /v1/sessions` with query parameters: one page (see [`ClaudeClient::list_all_sessions`]).
     pub async fn list_sessions(&self, query: &[(&str, String)]) -> Result<Value, Error> {
         self.get("/v1/sessions", query).await
     }
@@ -426,27 +430,65 @@ impl ClaudeClient {
         self.get(&format!("/v1/sessions/{}/events", encode(session_id)), query).await
     }
 
-    /// Every event of a session, oldest first: pages of 100 until `next_page` is absent, empty or one already
-    /// followed (a cycle).
+    /// Every event of a session, oldest first: pages of [`EVENTS_PAGE_SIZE`] until `next_page` is absent,
+    /// empty or one already followed (a cycle).
     pub async fn list_all_events(&self, session_id: &str) -> Result<Vec<Value>, Error> {
-        let mut events = Vec::new();
+        let path = format!("/v1/sessions/{}/events", encode(session_id));
+        self.list_all_pages(&path, vec![("limit", EVENTS_PAGE_SIZE.to_string())], "event page").await
+    }
+
+    /// Every item of a `page` / `next_page` list (agents, environments, sessions, events, resources): `query`
+    /// plus the cursor, page after page, until `next_page` is absent, empty or one already followed (a cycle).
+    async fn list_all_pages(
+        &self,
+        path: &str,
+        query: Vec<(&str, String)>,
+        what: &'static str,
+    ) -> Result<Vec<Value>, Error> {
+        let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         let mut followed = std::collections::HashSet::new();
-        loop {
-            let mut query = vec![("limit", EVENTS_PAGE_SIZE.to_string())];
+        for _ in 0..MAX_LIST_PAGES {
+            let mut query = query.clone();
             if let Some(page) = &cursor {
                 query.push(("page", page.clone()));
             }
-            let page = self.list_events(session_id, &query).await?;
+            let page = self.get(path, &query).await?;
             let Some(data) = page.get("data").and_then(Value::as_array) else {
-                return Err(Error::malformed("event page", "no `data` array", excerpt(page.to_string().as_bytes())));
+                return Err(Error::malformed(what, "no `data` array", excerpt(page.to_string().as_bytes())));
             };
-            events.extend(data.iter().cloned());
+            items.extend(data.iter().cloned());
             match page.get("next_page").and_then(Value::as_str).filter(|next| !next.is_empty()) {
                 Some(next) if followed.insert(next.to_string()) => cursor = Some(next.to_string()),
-                _ => return Ok(events),
+                _ => return Ok(items),
             }
         }
+        Err(Error::malformed(what, format!("more than {MAX_LIST_PAGES} pages"), String::new()))
+    }
+
+    /// Every agent, oldest first as the service lists them, following every page; archived ones too when
+    /// `include_archived`.
+    pub async fn list_all_agents(&self, include_archived: bool) -> Result<Vec<Value>, Error> {
+        self.list_all_pages("/v1/agents", list_query(include_archived), "agent page").await
+    }
+
+    /// Every environment, following every page; archived ones too when `include_archived`.
+    pub async fn list_all_environments(&self, include_archived: bool) -> Result<Vec<Value>, Error> {
+        self.list_all_pages("/v1/environments", list_query(include_archived), "environment page").await
+    }
+
+    /// Every session matching `query` (filters such as `agent_id`, `statuses[]`, `include_archived`; no `page`
+    /// or `limit`), following every page.
+    pub async fn list_all_sessions(&self, query: &[(&str, String)]) -> Result<Vec<Value>, Error> {
+        let mut query = query.to_vec();
+        query.push(("limit", LIST_PAGE_SIZE.to_string()));
+        self.list_all_pages("/v1/sessions", query, "session page").await
+    }
+
+    /// Every resource of a session, following every page.
+    pub async fn list_all_resources(&self, session_id: &str) -> Result<Vec<Value>, Error> {
+        let path = format!("/v1/sessions/{}/resources", encode(session_id));
+        self.list_all_pages(&path, vec![("limit", LIST_PAGE_SIZE.to_string())], "resource page").await
     }
 
     /// `GET /v1/sessions/{id}/events/stream`: the live event stream (the response, to be read as SSE).
@@ -466,7 +508,7 @@ impl ClaudeClient {
         self.config.idle_timeout
     }
 
-    /// `GET /v1/sessions/{id}/resources`.
+    /// `GET /v1/sessions/{id}/resources`: one page (see [`ClaudeClient::list_all_resources`]).
     pub async fn list_resources(&self, session_id: &str) -> Result<Value, Error> {
         self.get(&format!("/v1/sessions/{}/resources", encode(session_id)), &[]).await
     }
@@ -506,11 +548,48 @@ impl ClaudeClient {
         self.json(Method::POST, "/v1/files", body, Beta::Files, Replay::IfUnprocessed).await
     }
 
-    /// `GET /v1/files`, optionally only a session's (`scope_id`).
+    /// `GET /v1/files`: one page, optionally only a session's (`scope_id`). See [`ClaudeClient::list_all_files`].
     pub async fn list_files(&self, scope_id: Option<&str>) -> Result<Value, Error> {
         let query: Vec<(&str, String)> = scope_id.map(|id| ("scope_id", id.to_string())).into_iter().collect();
-        self.json(Method::GET, &format!("/v1/files{}", query_string(&query)), Body::None, Beta::Both, Replay::Safe)
-            .await
+        self.list_files_page(&query).await
+    }
+
+    /// `GET /v1/files` with query parameters (`limit`, `after_id`, `before_id`, `scope_id`): one page.
+    pub async fn list_files_page(&self, query: &[(&str, String)]) -> Result<Value, Error> {
+        self.json(Method::GET, &format!("/v1/files{}", query_string(query)), Body::None, Beta::Both, Replay::Safe).await
+    }
+
+    /// Every file (optionally only a session's), following the files API's own paging: `after_id` = the
+    /// page's `last_id` while `has_more` is true (stopping at a `last_id` already followed).
+    pub async fn list_all_files(&self, scope_id: Option<&str>) -> Result<Vec<Value>, Error> {
+        let mut files = Vec::new();
+        let mut after: Option<String> = None;
+        let mut followed = std::collections::HashSet::new();
+        for _ in 0..MAX_LIST_PAGES {
+            let mut query = vec![("limit", LIST_PAGE_SIZE.to_string())];
+            if let Some(scope) = scope_id {
+                query.push(("scope_id", scope.to_string()));
+            }
+            if let Some(after) = &after {
+                query.push(("after_id", after.clone()));
+            }
+            let page = self.list_files_page(&query).await?;
+            let Some(data) = page.get("data").and_then(Value::as_array) else {
+                return Err(Error::malformed("file page", "no `data` array", excerpt(page.to_string().as_bytes())));
+            };
+            files.extend(data.iter().cloned());
+            let more = page.get("has_more").and_then(Value::as_bool).unwrap_or(false);
+            let last = page
+                .get("last_id")
+                .and_then(Value::as_str)
+                .or_else(|| data.last().and_then(|f| f.get("id")).and_then(Value::as_str))
+                .filter(|id| !id.is_empty());
+            match last {
+                Some(last) if more && followed.insert(last.to_string()) => after = Some(last.to_string()),
+                _ => return Ok(files),
+            }
+        }
+        Err(Error::malformed("file page", format!("more than {MAX_LIST_PAGES} pages"), String::new()))
     }
 
     /// `GET /v1/files/{id}/content`: the raw bytes.
@@ -525,6 +604,15 @@ impl ClaudeClient {
         self.json(Method::DELETE, &format!("/v1/files/{}", encode(file_id)), Body::None, Beta::Both, Replay::Always)
             .await
     }
+}
+
+/// `limit` and, when asked, `include_archived=true`.
+fn list_query(include_archived: bool) -> Vec<(&'static str, String)> {
+    let mut query = vec![("limit", LIST_PAGE_SIZE.to_string())];
+    if include_archived {
+        query.push(("include_archived", "true".to_string()));
+    }
+    query
 }
 
 /// The most bytes of network input an error keeps (`Error::Malformed::raw`).

@@ -12,6 +12,16 @@
 //! by `types[]`, `order` and `created_at[gt|gte|lt|lte]` (against `processed_at`). Timestamps are RFC 3339 from
 //! a clock that never repeats.
 //!
+//! Control plane: agent and environment names are unique per kind, archived ones included (a create with a
+//! taken name is a `409`); archived records are listed with `archived_at` under `include_archived=true`;
+//! [`ClaudeEmulator::insert_agent`] / [`ClaudeEmulator::insert_environment`] add records directly (live or
+//! archived); files are listed newest first with the files API's own paging (`limit`, `after_id` / `before_id`,
+//! `has_more`, `first_id`, `last_id`); session resources are paged like the other lists. A session created with
+//! a `budget` keeps it, and a scripted turn that stops with `budget_reached` is preceded by `session.usage`
+//! (cumulative usage, `list_cost` at the cap, the budget), as the service reports a paused session.
+//! [`ClaudeEmulator::fail_requests`] answers chosen requests (an environment create, one archive …) with an
+//! error status, for rollback and partial-failure tests.
+//!
 //! Faults ([`Fault`]): `DropStreamAfter` (open streams close after that many of the turn's events; the rest
 //! reach the history), `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the
 //! events post that would start the turn is refused first, with `retry-after`), `Stall` (the turn starts late),
@@ -148,6 +158,16 @@ struct State {
     log: InputLog,
     requests: Vec<RecordedRequest>,
     clock: Clock,
+    injected: Vec<InjectedFailure>,
+}
+
+/// A failure the emulator answers instead of serving a request (see [`ClaudeEmulator::fail_requests`]).
+#[derive(Debug, Clone)]
+struct InjectedFailure {
+    method: Method,
+    path: String,
+    status: StatusCode,
+    remaining: usize,
 }
 
 impl State {
@@ -204,6 +224,7 @@ impl ClaudeEmulator {
             log: InputLog::new(),
             requests: Vec::new(),
             clock: Clock::default(),
+            injected: Vec::new(),
         }));
         let shared = Arc::clone(&state);
         let server = LoopbackServer::start(move |request| serve(Arc::clone(&shared), request)).await?;
@@ -230,6 +251,67 @@ impl ClaudeEmulator {
             state.environments.insert(environment.clone(), record);
         }
         (agent, environment)
+    }
+
+    /// Creates an agent named `name` directly (no request recorded), archived at once when `archived`; returns
+    /// its id. Records get increasing `created_at` in the order they are made.
+    pub fn insert_agent(&self, name: &str, archived: bool) -> String {
+        self.insert(Kind::Agent, name, archived)
+    }
+
+    /// Creates an environment named `name` directly (no request recorded), archived at once when `archived`;
+    /// returns its id.
+    pub fn insert_environment(&self, name: &str, archived: bool) -> String {
+        self.insert(Kind::Environment, name, archived)
+    }
+
+    fn insert(&self, kind: Kind, name: &str, archived: bool) -> String {
+        let mut state = lock(&self.state);
+        let id = state.id(if kind == Kind::Agent { "agent" } else { "env" });
+        let now = state.now();
+        let body = json!({"name": name, "model": "claude-sonnet-4-6"});
+        let body = body.as_object().cloned().unwrap_or_default();
+        let record = match kind {
+            Kind::Agent => records::new_agent(&id, &now, &body),
+            _ => records::new_environment(&id, &now, &body),
+        };
+        if let Ok(mut record) = record {
+            if archived {
+                record["archived_at"] = json!(state.now());
+            }
+            match kind {
+                Kind::Agent => state.agents.insert(id.clone(), record),
+                _ => state.environments.insert(id.clone(), record),
+            };
+        }
+        id
+    }
+
+    /// The agent record `id` as the server keeps it.
+    pub fn agent(&self, id: &str) -> Option<Value> {
+        lock(&self.state).agents.get(id).cloned()
+    }
+
+    /// The environment record `id` as the server keeps it.
+    pub fn environment(&self, id: &str) -> Option<Value> {
+        lock(&self.state).environments.get(id).cloned()
+    }
+
+    /// The session record `id` as the server keeps it.
+    pub fn session(&self, id: &str) -> Option<Value> {
+        lock(&self.state).sessions.get(id).map(|s| s.record.clone())
+    }
+
+    /// Answers the next `times` requests `method path` (the path without its query, e.g. `POST
+    /// /v1/environments` or `POST /v1/agents/agent_0001/archive`) with `status` and an error body instead of
+    /// serving them (the request is still recorded).
+    pub fn fail_requests(&self, method: Method, path: &str, status: StatusCode, times: usize) {
+        lock(&self.state).injected.push(InjectedFailure { method, path: path.to_string(), status, remaining: times });
+    }
+
+    /// The requests received whose method is `method` and whose path (query excluded) is `path`.
+    pub fn requests_to(&self, method: &str, path: &str) -> Vec<RecordedRequest> {
+        self.requests().into_iter().filter(|r| r.method == method && r.path.split('?').next() == Some(path)).collect()
     }
 
     /// The inputs received, decoded.
@@ -295,6 +377,10 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     if request.headers.get("anthropic-version").is_none() {
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "anthropic-version header is required");
     }
+    if let Some(status) = injected_failure(&state, &request.method, &path) {
+        let kind = if status == StatusCode::CONFLICT { "invalid_request_error" } else { "api_error" };
+        return error(status, kind, "injected failure");
+    }
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let is_files = segments.get(1) == Some(&"files");
     if !is_files && !beta.as_deref().is_some_and(|b| b.split(',').any(|b| b.trim() == MANAGED_AGENTS_BETA)) {
@@ -334,23 +420,19 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         (&Method::GET, ["v1", "sessions", id, "events"]) => list_events(&state, id, &query),
         (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id),
         (&Method::POST, ["v1", "sessions", id, "resources"]) => add_resource(&state, id, body),
-        (&Method::GET, ["v1", "sessions", id, "resources"]) => match lock(&state).sessions.get(*id) {
-            Some(session) => json_response(StatusCode::OK, &json!({"data": session.record["resources"].clone()})),
-            None => not_found("session"),
-        },
+        (&Method::GET, ["v1", "sessions", id, "resources"]) => {
+            let state = lock(&state);
+            match state.sessions.get(*id) {
+                Some(session) => {
+                    let resources = session.record["resources"].as_array().cloned().unwrap_or_default();
+                    page(&state, resources, &query, false)
+                }
+                None => not_found("session"),
+            }
+        }
         (&Method::DELETE, ["v1", "sessions", id, "resources", resource]) => remove_resource(&state, id, resource),
         (&Method::POST, ["v1", "files"]) => upload(&state, &request),
-        (&Method::GET, ["v1", "files"]) => {
-            let scope = query.get("scope_id");
-            let state = lock(&state);
-            let data: Vec<Value> = state
-                .files
-                .values()
-                .map(|(meta, _)| meta.clone())
-                .filter(|meta| scope.as_ref().is_none_or(|s| meta["scope_id"] == json!(s)))
-                .collect();
-            json_response(StatusCode::OK, &json!({"data": data, "has_more": false}))
-        }
+        (&Method::GET, ["v1", "files"]) => list_files(&state, &query),
         (&Method::GET, ["v1", "files", id, "content"]) => match lock(&state).files.get(*id) {
             Some((_, bytes)) => Response::new(ResponseBody::full(bytes.clone())),
             None => not_found("file"),
@@ -361,6 +443,14 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         },
         _ => not_found("endpoint"),
     }
+}
+
+/// The status of an injected failure for this request, counting it down.
+fn injected_failure(state: &Mutex<State>, method: &Method, path: &str) -> Option<StatusCode> {
+    let mut state = lock(state);
+    let failure = state.injected.iter_mut().find(|f| f.remaining > 0 && f.method == method && f.path == path)?;
+    failure.remaining -= 1;
+    Some(failure.status)
 }
 
 /// The kinds of record the emulator keeps.
@@ -384,6 +474,19 @@ fn create(state: &Mutex<State>, kind: Kind, body: Value) -> Response<ResponseBod
         Ok(record) => record,
         Err(message) => return invalid(&message),
     };
+    // Names are unique per kind, archived records included (their names stay taken).
+    let existing = match kind {
+        Kind::Agent => &state.agents,
+        _ => &state.environments,
+    };
+    if existing.values().any(|other| other["name"] == record["name"]) {
+        let what = if kind == Kind::Agent { "agent" } else { "environment" };
+        return error(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            &format!("an {what} named {} already exists", record["name"]),
+        );
+    }
     match kind {
         Kind::Agent => state.agents.insert(id, record.clone()),
         _ => state.environments.insert(id, record.clone()),
@@ -580,6 +683,14 @@ fn new_session(state: &Mutex<State>, body: &Value) -> Result<Value, Box<Response
     let Some(environment_id) = body["environment_id"].as_str().map(str::to_string) else {
         return Err(Box::new(invalid("environment_id: field required")));
     };
+    match body.get("budget") {
+        None | Some(Value::Null) => {}
+        Some(budget)
+            if budget["type"] == "limit"
+                && budget["max_list_cost"]["amount"].is_string()
+                && budget["max_list_cost"]["currency"].is_string() => {}
+        Some(_) => return Err(Box::new(invalid("budget: expected {type: limit, max_list_cost: {amount, currency}}"))),
+    }
     let mut state = lock(state);
     let Some(agent_record) = state.agents.get(&agent).cloned() else { return Err(Box::new(not_found("agent"))) };
     if !state.environments.contains_key(&environment_id) {
@@ -776,7 +887,22 @@ async fn play(state: Arc<Mutex<State>>, session_id: String) {
         }
         return;
     }
-    let (events, awaiting, split) = turn_events(&mut guard, &turn);
+    let (mut events, awaiting, split) = turn_events(&mut guard, &turn);
+    if matches!(&turn.stop, ScriptStop::Terminated { reason } if reason == "budget_reached") {
+        // The service reports the usage (and the budget) right before pausing a session at its budget.
+        let record = guard.sessions.get(&session_id).map(|s| s.record.clone()).unwrap_or_default();
+        let mut usage = record["usage"].clone();
+        for span in events.iter().filter(|e| e["type"] == "span.model_request_end") {
+            for field in ["input_tokens", "output_tokens", "cache_read_input_tokens"] {
+                let total = usage[field].as_u64().unwrap_or(0) + span["model_usage"][field].as_u64().unwrap_or(0);
+                usage[field] = json!(total);
+            }
+        }
+        usage["list_cost"] = record["budget"]["max_list_cost"].clone();
+        let report = json!({"type": "session.usage", "usage": usage, "budget": record["budget"]});
+        let report = stamp(&mut guard, report, None);
+        events.insert(events.len().saturating_sub(1), report);
+    }
     if let Some(session) = guard.sessions.get_mut(&session_id) {
         session.awaiting = awaiting;
         session.split = split;
@@ -885,6 +1011,42 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
         tokio::spawn(play(Arc::clone(state), session_id.to_string()));
     }
     json_response(StatusCode::OK, &json!({"data": echoed}))
+}
+
+/// Lists files newest first in the files API's own paging: `limit` (default 20, at most the page size),
+/// `after_id` / `before_id`, `scope_id`; `has_more`, `first_id`, `last_id`.
+fn list_files(state: &Mutex<State>, query: &Query) -> Response<ResponseBody> {
+    let state = lock(state);
+    let scope = query.get("scope_id");
+    let mut files: Vec<Value> = state
+        .files
+        .values()
+        .map(|(meta, _)| meta.clone())
+        .filter(|meta| scope.is_none_or(|s| meta["scope_id"] == json!(s)))
+        .collect();
+    files.sort_by(|a, b| {
+        (b["created_at"].as_str(), b["id"].as_str()).cmp(&(a["created_at"].as_str(), a["id"].as_str()))
+    });
+    let position = |id: &str| files.iter().position(|f| f["id"] == json!(id));
+    let limit =
+        query.get("limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(20).min(state.options.page_size).max(1);
+    let (start, end) = match (query.get("after_id"), query.get("before_id")) {
+        (Some(after), _) => match position(after) {
+            Some(at) => (at + 1, (at + 1).saturating_add(limit).min(files.len())),
+            None => return invalid("after_id: no such file"),
+        },
+        (None, Some(before)) => match position(before) {
+            Some(at) => (at.saturating_sub(limit), at),
+            None => return invalid("before_id: no such file"),
+        },
+        (None, None) => (0, limit.min(files.len())),
+    };
+    let data = files.get(start..end).unwrap_or_default().to_vec();
+    let has_more =
+        if query.get("before_id").is_some() && query.get("after_id").is_none() { start > 0 } else { end < files.len() };
+    let first = data.first().map(|f| f["id"].clone()).unwrap_or(Value::Null);
+    let last = data.last().map(|f| f["id"].clone()).unwrap_or(Value::Null);
+    json_response(StatusCode::OK, &json!({"data": data, "has_more": has_more, "first_id": first, "last_id": last}))
 }
 
 fn add_resource(state: &Mutex<State>, session_id: &str, body: Value) -> Response<ResponseBody> {

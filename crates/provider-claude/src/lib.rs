@@ -11,7 +11,12 @@
 //!   `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `request_timeout`, `idle_timeout`, `retry`; invalid
 //!   values fail `build()` with a typed error.
 //! * [`ClaudeClient`]: the HTTP API — agents, environments, sessions, events (send, list with paging, stream),
-//!   session resources, files. Retries honour `retry-after`; posting events is never blindly repeated.
+//!   session resources, files; every `list_all_*` follows all pages. Retries honour `retry-after`; posting
+//!   events is never blindly repeated.
+//! * [`provision`]: agents and environments as content-addressed images ([`ClaudeProvisioner`]: ensure with
+//!   `409` adoption, tag / resolve, prune), which [`ClaudeManagedAgents`]'s `Provider::provision` uses.
+//! * [`bootstrap`]: the script and instructions that install an environment's declared runtimes with mise.
+//! * [`SessionBudget`] / [`BudgetReached`]: a session spend cap and the report of its expiry.
 //! * [`events`]: building and interpreting the event vocabulary.
 //! * `emulator` feature: [`emulator::ClaudeEmulator`], a Managed Agents server on loopback that plays a
 //!   conformance script with faults, and [`emulator::ClaudeBackend`] to run the conformance suite.
@@ -51,18 +56,23 @@
 //! # fn main() {}
 //! ```
 
+pub mod bootstrap;
+mod budget;
 mod builder;
 mod client;
 #[cfg(feature = "emulator")]
 pub mod emulator;
 pub mod events;
 mod provider;
+pub mod provision;
 mod stream;
 
+pub use budget::{BUDGET_REACHED, BudgetReached, SESSION_USAGE, SessionBudget};
 pub use builder::ClaudeManagedAgentsBuilder;
 pub use client::{
     ANTHROPIC_VERSION, ClaudeClient, ClaudeClientBuilder, ClaudeConfig, DEFAULT_BASE_URL, EVENTS_PAGE_SIZE, FILES_BETA,
-    MANAGED_AGENTS_BETA, content_type,
+    LIST_PAGE_SIZE, MANAGED_AGENTS_BETA, MAX_LIST_PAGES, content_type,
 };
 pub use provider::ClaudeManagedAgents;
+pub use provision::ClaudeProvisioner;
 pub use stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;

@@ -1,15 +1,21 @@
 //! The Claude Managed Agents provider.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use managed_agents_core::provision::{MemoryStore, ProvisionStore};
 use managed_agents_core::{
-    AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, Networking, OpenConnection,
-    OpenRequest, Provider, Reconnected, SeenIds, StreamItem, StreamingConnection, ToolUse, TurnInput, TurnResult,
+    AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest,
+    Provider, Reconnected, SeenIds, StreamItem, StreamingConnection, ToolUse, TurnInput, TurnResult,
 };
 use serde_json::{Value, json};
 
+use crate::bootstrap::Bootstrap;
+use crate::budget::SessionBudget;
 use crate::builder::ClaudeManagedAgentsBuilder;
 use crate::client::{ClaudeClient, excerpt};
 use crate::events;
+use crate::provision::{ClaudeProvisioner, Origin, ResourceKind};
 use crate::stream::EventStream;
 
 /// Claude Managed Agents as a loop host: the agent loop runs on Anthropic's side; custom tool calls come back
@@ -17,19 +23,41 @@ use crate::stream::EventStream;
 ///
 /// Open options: `agent_id` and `environment_id` (or an `AgentHandle`) for a new session, or `session_id` to
 /// reattach to an existing one. Provider options: `title` (string) and `session_metadata` (object) are sent with
-/// the new session.
-#[derive(Debug, Clone)]
+/// the new session, and `budget` (a [`SessionBudget`], see [`SessionBudget::OPTION`]) caps its spend.
+///
+/// [`Provider::provision`] is content-addressed ([`ClaudeProvisioner`]): the agent and environment are named
+/// after their definitions' digests, reused when the provider's store remembers them or the service already has
+/// them, and created otherwise.
+#[derive(Clone)]
 pub struct ClaudeManagedAgents {
     client: ClaudeClient,
+    provisioner: ClaudeProvisioner,
+}
+
+impl std::fmt::Debug for ClaudeManagedAgents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeManagedAgents").field("client", &self.client).finish_non_exhaustive()
+    }
 }
 
 impl ClaudeManagedAgents {
-    /// What the provider supports: outcomes and interrupts.
-    pub const CAPABILITIES: Capabilities = Capabilities::none().with_outcomes().with_interrupt();
+    /// What the provider supports: outcomes, interrupts and a session budget.
+    pub const CAPABILITIES: Capabilities = Capabilities::none().with_outcomes().with_interrupt().with_budget();
 
-    /// A provider using `client`.
+    /// A provider using `client`, remembering what it provisions in memory (see
+    /// [`ClaudeManagedAgents::with_store`]).
     pub fn new(client: ClaudeClient) -> Self {
-        Self { client }
+        Self::with_store(client, Arc::new(MemoryStore::new()))
+    }
+
+    /// A provider using `client` whose [`Provider::provision`] remembers agents and environments in `store`.
+    pub fn with_store(client: ClaudeClient, store: Arc<dyn ProvisionStore>) -> Self {
+        Self { provisioner: ClaudeProvisioner::new(client.clone(), store), client }
+    }
+
+    /// The content-addressed provisioner [`Provider::provision`] uses (ensure, tag, resolve, prune).
+    pub fn provisioner(&self) -> &ClaudeProvisioner {
+        &self.provisioner
     }
 
     /// A builder with the client's knobs (API key, base URL, timeouts, retry policy); it never reads the
@@ -58,6 +86,13 @@ fn to_events(values: Vec<Value>) -> Vec<Event> {
 impl Provider for ClaudeManagedAgents {
     fn name(&self) -> &str {
         "claude"
+    }
+
+    /// The API root and the account's key (as a short digest, never the key): handles are valid for one account.
+    fn provision_scope(&self) -> String {
+        let config = self.client.config();
+        let key = managed_agents_core::provision::Digest::of_bytes(config.api_key.expose().as_bytes());
+        format!("claude:{}:{}", config.base_url, key.short())
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -91,6 +126,9 @@ impl Provider for ClaudeManagedAgents {
         if !metadata.is_empty() {
             body["metadata"] = Value::Object(metadata);
         }
+        if let Some(budget) = request.options.get(SessionBudget::OPTION) {
+            body["budget"] = SessionBudget::wire_value(budget)?;
+        }
         let session = client.create_session(body).await?;
         let session_id = id_of(&session, "created session")?;
         let stream = match client.open_stream(&session_id).await {
@@ -123,58 +161,74 @@ impl Provider for ClaudeManagedAgents {
         events::pending_tool_uses(events)
     }
 
-    /// Creates the agent (`name`, bare model id, `system`, custom tools) and its environment (the spec's name or
-    /// `<agent>_env`; its `config`, or cloud with the spec's networking). When the environment cannot be created
-    /// the agent is archived again.
+    /// Ensures the agent, then its environment, as content-addressed resources ([`ClaudeProvisioner`]): the
+    /// agent is `<spec name>_<digest8>`, the environment `<environment name, else "<spec name>_env">_<digest8>`;
+    /// each is reused when remembered or already present (a `409` adopts a live one). When the environment
+    /// declares runtimes, their bootstrap instructions ([`Bootstrap`]) are appended to the agent's system prompt.
+    /// When the environment cannot be ensured, the agent is archived again if this call created it (never one it
+    /// reused or adopted).
     async fn provision(&self, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
-        let model = spec
-            .model
-            .as_deref()
-            .map(|m| m.rsplit_once(':').map_or(m, |(_, bare)| bare))
-            .ok_or_else(|| Error::invalid_option("model", "the agent spec names no model"))?;
-        let tools: Vec<Value> = spec
-            .tools
-            .iter()
-            .map(|t| json!({"type": "custom", "name": t.name, "description": t.description, "input_schema": t.input_schema}))
-            .collect();
-        let mut body = json!({"name": spec.name, "model": model, "system": spec.system_prompt, "tools": tools});
-        if let Some(description) = &spec.description {
-            body["description"] = json!(description);
-        }
-        if !spec.metadata.is_empty() {
-            body["metadata"] = json!(spec.metadata);
-        }
-        let agent = self.client.create_agent(body).await?;
-        let agent_id = id_of(&agent, "created agent")?;
+        spec.validate()?;
         let environment = environment.cloned().unwrap_or_default();
-        let config = environment.config.clone().unwrap_or_else(|| {
-            let networking = match &environment.networking {
-                Networking::Unrestricted => json!({"type": "unrestricted"}),
-                Networking::Limited { allowed_hosts } => json!({"type": "limited", "allowed_hosts": allowed_hosts}),
-            };
-            json!({"type": "cloud", "networking": networking})
-        });
-        let name = environment.name.clone().unwrap_or_else(|| format!("{}_env", spec.name));
-        let created = match self.client.create_environment(json!({"name": name, "config": config})).await {
-            Ok(created) => created,
+        environment.validate()?;
+        // The agent learns how to install the environment's runtimes from its system prompt; the amended prompt
+        // is part of the agent's definition, so its digest (and name) follows the runtimes.
+        let mut spec = spec.clone();
+        if let Some(bootstrap) = Bootstrap::for_runtimes(&environment.runtimes)? {
+            spec.system_prompt = format!("{}\n\n{}", spec.system_prompt.trim_end(), bootstrap.instructions);
+        }
+        let spec = &spec;
+        let agent = self.provisioner.ensure_agent(spec, None).await?;
+        let base = environment.name.clone().unwrap_or_else(|| format!("{}_env", spec.name));
+        let ensured = match self.provisioner.ensure_environment(&environment, Some(&base)).await {
+            Ok(ensured) => ensured,
             Err(error) => {
-                if let Err(rollback) = self.client.archive_agent(&agent_id).await {
-                    tracing::warn!(%rollback, agent_id, "could not archive the agent after the environment failed");
+                if agent.origin == Origin::Created {
+                    self.roll_back(&agent.id, &agent.base, &agent.digest).await;
                 }
                 return Err(error);
             }
         };
-        Ok(AgentHandle { agent_id, environment_id: Some(id_of(&created, "created environment")?) })
+        Ok(AgentHandle { agent_id: agent.id, environment_id: Some(ensured.id) })
     }
 
-    /// Archives the agent and the environment (both are always attempted; the first failure is returned).
+    /// Archives the agent and the environment the handle names (both are always attempted; the first failure
+    /// is returned) and forgets each archived one in the provisioner's store, so a later `provision` never hands
+    /// out an archived id. (An archived name stays taken: provisioning the same definition under the same name
+    /// again is an [`Error::NameConflict`].)
     async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
         let agent = self.client.archive_agent(&handle.agent_id).await.map(|_| ());
+        if agent.is_ok() {
+            self.provisioner.forget_id(ResourceKind::Agent, &handle.agent_id).await;
+        }
         let environment = match &handle.environment_id {
-            Some(id) => self.client.archive_environment(id).await.map(|_| ()),
+            Some(id) => {
+                let archived = self.client.archive_environment(id).await.map(|_| ());
+                if archived.is_ok() {
+                    self.provisioner.forget_id(ResourceKind::Environment, id).await;
+                }
+                archived
+            }
             None => Ok(()),
         };
         agent.and(environment)
+    }
+}
+
+impl ClaudeManagedAgents {
+    /// Archives an agent this provisioning created and forgets it in the store.
+    async fn roll_back(&self, agent_id: &str, base: &str, digest: &str) {
+        match self.client.archive_agent(agent_id).await {
+            Ok(_) => {
+                let key = ResourceKind::Agent.store_key(base, digest);
+                if let Err(error) = self.provisioner.store().delete(&key).await {
+                    tracing::warn!(%error, key, "could not forget the rolled-back agent");
+                }
+            }
+            Err(rollback) => {
+                tracing::warn!(%rollback, agent_id, "could not archive the agent after the environment failed")
+            }
+        }
     }
 }
 
@@ -202,7 +256,10 @@ impl Connection for ClaudeConnection {
     fn resumed(&self) -> bool {
         self.resumed
     }
+}
 
+#[async_trait]
+impl StreamingConnection for ClaudeConnection {
     /// Opens a new stream first, then lists the whole history, so no event can fall between the two; events
     /// seen twice are dropped by the session's seen set.
     async fn reconnect(&mut self, seen: &SeenIds) -> Result<Reconnected, Error> {
@@ -216,10 +273,7 @@ impl Connection for ClaudeConnection {
         let missed = seen.unseen(history);
         Ok(Reconnected::new(pending, missed, seen_ids))
     }
-}
 
-#[async_trait]
-impl StreamingConnection for ClaudeConnection {
     async fn push(&mut self, input: TurnInput) -> Result<(), Error> {
         let events = events::input_events(input)?;
         self.client.send_events(&self.session_id, events).await.map(|_| ())

@@ -149,7 +149,10 @@ mod tests {
     use super::*;
 
     fn frame(event: Option<&str>, data: &str) -> SseFrame {
-        SseFrame { event: event.map(str::to_string), data: data.to_string(), ..SseFrame::default() }
+        let mut frame = SseFrame::default();
+        frame.event = event.map(str::to_string);
+        frame.data = data.to_string();
+        frame
     }
 
     #[test]

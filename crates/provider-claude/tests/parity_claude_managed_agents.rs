@@ -167,19 +167,14 @@ fn a_nameless_spec_is_rejected_at_the_boundary() {
 }
 
 /// claude_managed_agents_test.exs: "provision/2 sources the create_environment body from opts[:environment]".
+/// The spec's name is the base of a content-addressed name (`<name>_<digest8>`, issue 9), its config verbatim.
 #[tokio::test]
 async fn provision_sends_the_environment_spec_name_and_config() {
     let stub = Stub::start(provisioning_routes()).await;
-    let environment = EnvironmentSpec {
-        name: Some("custom_env".into()),
-        config: Some(json!({"type": "restricted"})),
-        ..EnvironmentSpec::default()
-    };
+    let environment = EnvironmentSpec::new().name("custom_env").config(json!({"type": "restricted"}));
     assert_eq!(stub.provider().provision(&spec(), Some(&environment)).await.unwrap(), handle());
-    assert_eq!(
-        stub.body_of("POST", "/v1/environments"),
-        json!({"name": "custom_env", "config": {"type": "restricted"}})
-    );
+    let name = format!("custom_env_{}", environment.digest().short());
+    assert_eq!(stub.body_of("POST", "/v1/environments"), json!({"name": name, "config": {"type": "restricted"}}));
 }
 
 /// claude_managed_agents_test.exs: "teardown/2 archives the agent and the environment".
@@ -546,9 +541,10 @@ async fn reconnect_pending(history: Value) -> Vec<ToolUse> {
     .await;
     let mut request = OpenRequest::default();
     request.session_id = Some("s1".into());
-    let mut connection = stub.provider().open(request).await.unwrap();
+    let connection = stub.provider().open(request).await.unwrap();
     assert!(connection.common().resumed(), "a session id reattaches");
-    let reconnected = connection.common_mut().reconnect(&SeenIds::default()).await.unwrap();
+    let OpenConnection::Streaming(mut connection) = connection else { panic!("Claude connections stream") };
+    let reconnected = connection.reconnect(&SeenIds::default()).await.unwrap();
     reconnected.pending_tool_uses
 }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_core::http::StatusCode;
 use managed_agents_core::http::server::{LoopbackServer, json_response};
-use managed_agents_core::{AgentHandle, AgentSpec, Provider};
+use managed_agents_core::{AgentHandle, AgentSpec, EnvironmentSpec, Provider};
 use serde_json::{Value, json};
 
 type Captured = Arc<Mutex<Vec<(String, Value)>>>;
@@ -62,16 +62,25 @@ async fn create_agent_body_carries_the_bare_model_id() {
 }
 
 /// cma_outbound_test.exs: "each CMA request golden matches the redacted body RMA builds". Nothing here carries a
-/// secret, so no redaction step is needed.
+/// secret, so no redaction step is needed. Names are content-addressed here (issue 9): the body sent names
+/// `<golden name>_<digest8>` (the agent's digest for the agent, the default environment's for the environment),
+/// and the rest matches the golden exactly.
 #[tokio::test]
 async fn each_request_golden_matches_the_body_sent() {
     let spec = AgentSpec::new("example-agent", "You are a helpful assistant.").model("claude-sonnet-4-6");
+    let digests = [
+        ("create_agent", spec.digest().short().to_string()),
+        ("create_environment", EnvironmentSpec::new().digest().short().to_string()),
+    ];
     let bodies = capture_provision(spec).await;
     let goldens = golden_requests();
     assert!(!goldens.is_empty(), "no request goldens: the corpus is empty");
     for (name, golden) in &goldens {
         let (_, sent) = bodies.iter().find(|(sent, _)| sent == name).unwrap_or_else(|| panic!("{name} not sent"));
-        assert_eq!(sent, golden, "golden drift: {name}");
+        let digest = &digests.iter().find(|(request, _)| request == name).expect("a known request").1;
+        let mut expected = golden.clone();
+        expected["name"] = json!(format!("{}_{digest}", golden["name"].as_str().unwrap()));
+        assert_eq!(sent, &expected, "golden drift: {name}");
     }
     assert_eq!(bodies.len(), goldens.len(), "every request sent has a golden");
 }

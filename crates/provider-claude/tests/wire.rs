@@ -323,21 +323,23 @@ async fn provisioning_creates_agent_and_environment_and_teardown_archives_both()
     let requests = emulator.requests();
     assert_eq!(
         requests[0].body,
-        json!({"name": "demo", "model": "claude-sonnet-4-6", "system": "be brief", "tools": [{"type": "custom",
+        json!({"name": format!("demo_{}", spec.digest().short()), "model": "claude-sonnet-4-6", "system": "be brief",
+            "tools": [{"type": "custom",
             "name": "lookup", "description": "Looks up", "input_schema": {"type": "object",
             "properties": {"key": {"type": "string"}}, "required": ["key"]}}]}),
         "the provider prefix is stripped from the model id"
     );
     assert_eq!(
         requests[1].body,
-        json!({"name": "demo_env", "config": {"type": "cloud", "networking": {"type": "unrestricted"}}})
+        json!({"name": format!("demo_env_{}", managed_agents_core::EnvironmentSpec::new().digest().short()),
+            "config": {"type": "cloud", "networking": {"type": "unrestricted"}}})
     );
     provider.teardown(&handle).await.unwrap();
     let archived: Vec<String> =
         emulator.requests().iter().filter(|r| r.path.ends_with("/archive")).map(|r| r.path.clone()).collect();
     assert_eq!(archived.len(), 2, "{archived:?}");
     let no_model = provider.provision(&AgentSpec::new("x", "y"), None).await.unwrap_err();
-    assert!(matches!(no_model, Error::InvalidOption { option: "model", .. }));
+    assert!(matches!(no_model, Error::InvalidSpec { what: "agent spec", .. }), "{no_model:?}");
 }
 
 #[tokio::test]

@@ -49,6 +49,7 @@
 //! # fn main() {}
 //! ```
 
+mod artifacts;
 mod assemble;
 mod chat;
 #[cfg(feature = "emulator")]
@@ -57,6 +58,7 @@ mod guards;
 mod provider;
 pub mod wire;
 
+pub use artifacts::DirectoryArtifacts;
 pub use assemble::ChunkAssembler;
 pub use chat::{ChatBackend, ChatRequest, ChatResponse, HttpChat, HttpChatConfig, parse_completion};
 pub use guards::{DUPLICATE_DIRECTIVE, GuardSettings};

@@ -1,11 +1,13 @@
 //! The Local provider: the agent loop runs in-process, one chat-completions call per turn.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use managed_agents_core::http::{RetryPolicy, Secret};
+use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, LiveEvents, OpenConnection,
     OpenRequest, Provider, RequestResponseConnection, ToolResult, ToolSchema, ToolUse, TurnInput, TurnResult,
@@ -29,6 +31,16 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub struct Local {
     settings: Arc<Settings>,
     chat: Arc<dyn ChatBackend>,
+    agents: Arc<RwLock<HashMap<String, Arc<Profile>>>>,
+    /// Identifies this provider and its clones (they share `agents`).
+    instance: u64,
+}
+
+/// What a provisioned agent brings to a run: its system prompt and tools (OpenAI shape).
+#[derive(Debug)]
+struct Profile {
+    system_prompt: String,
+    tools: Vec<Value>,
 }
 
 struct Settings {
@@ -54,6 +66,10 @@ impl fmt::Debug for Local {
 }
 
 impl Local {
+    fn agent(&self, id: &str) -> Option<Arc<Profile>> {
+        self.agents.read().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    }
+
     /// What the provider supports: a client-held transcript, and the model chosen per run.
     pub const CAPABILITIES: Capabilities = Capabilities::none().with_transcript().with_runtime_model();
 
@@ -244,7 +260,7 @@ impl LocalBuilder {
             stream: self.stream.unwrap_or(true),
             guards: self.guards,
         };
-        Ok(Local { settings: Arc::new(settings), chat })
+        Ok(Local { settings: Arc::new(settings), chat, agents: Arc::default(), instance: fastrand::u64(..) })
     }
 }
 
@@ -258,6 +274,12 @@ pub fn openai_tool(tool: &ToolSchema) -> Value {
 impl Provider for Local {
     fn name(&self) -> &str {
         "local"
+    }
+
+    /// This provider and its clones: its agents are registered in process, so a handle another instance (or an
+    /// earlier process) provisioned is not valid here and must not be reused from a shared store.
+    fn provision_scope(&self) -> String {
+        format!("local:{:016x}", self.instance)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -285,11 +307,23 @@ impl Provider for Local {
                 Arc::new(HttpChat::new(http)?) as Arc<dyn ChatBackend>
             }
         };
+        // A provisioned agent's system prompt and tools drive the run; otherwise the builder's.
+        let profile = match &request.agent_id {
+            Some(id) => Some(self.agent(id).ok_or_else(|| {
+                Error::invalid_option("agent_id", format!("no agent `{id}` was provisioned on this Local provider"))
+            })?),
+            None => None,
+        };
+        let system_prompt = match &profile {
+            Some(profile) => Some(profile.system_prompt.as_str()),
+            None => settings.system_prompt.as_deref(),
+        };
+        let tools = profile.as_ref().map_or_else(|| settings.tools.clone(), |profile| profile.tools.clone());
         let resumed = !request.history.is_empty();
         let history = if resumed {
             request.history
         } else {
-            settings.system_prompt.iter().map(|prompt| json!({"role": "system", "content": prompt})).collect()
+            system_prompt.iter().map(|prompt| json!({"role": "system", "content": prompt})).collect()
         };
         let session_id = request.session_id.unwrap_or_else(|| format!("local_{:016x}", fastrand::u64(..)));
         // The final-turn directive follows the session's own limit when that is the tighter one.
@@ -302,6 +336,7 @@ impl Provider for Local {
             model: request.model.unwrap_or_else(|| settings.model.clone()),
             guards_settings: guards,
             settings: Arc::clone(settings),
+            tools,
             history,
             session_id,
             resumed,
@@ -317,12 +352,21 @@ impl Provider for Local {
         wire::text_delta(event)
     }
 
-    /// The identity: a local agent needs no server-side resource; the handle names the spec.
+    /// Nothing server-side: the spec is registered on this provider (and its clones) under
+    /// `<name>_<digest8>`, and a run whose `agent_id` is that handle's uses the spec's system prompt and tools.
+    /// The environment is ignored (the loop runs in this process).
     async fn provision(&self, spec: &AgentSpec, _: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
-        Ok(AgentHandle { agent_id: spec.name.clone(), environment_id: None })
+        spec.validate()?;
+        let agent_id = NamePolicy::CLAUDE.compose(&spec.name, &spec.digest())?;
+        let profile =
+            Profile { system_prompt: spec.system_prompt.clone(), tools: spec.tools.iter().map(openai_tool).collect() };
+        self.agents.write().unwrap_or_else(PoisonError::into_inner).insert(agent_id.clone(), Arc::new(profile));
+        Ok(AgentHandle { agent_id, environment_id: None })
     }
 
-    async fn teardown(&self, _: &AgentHandle) -> Result<(), Error> {
+    /// Forgets the registration; nothing server-side.
+    async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
+        self.agents.write().unwrap_or_else(PoisonError::into_inner).remove(&handle.agent_id);
         Ok(())
     }
 }
@@ -332,6 +376,7 @@ struct LocalConnection {
     model: String,
     guards_settings: GuardSettings,
     settings: Arc<Settings>,
+    tools: Vec<Value>,
     history: Vec<Value>,
     session_id: String,
     resumed: bool,
@@ -406,7 +451,7 @@ impl RequestResponseConnection for LocalConnection {
             let request = ChatRequest {
                 model: self.model.clone(),
                 messages: self.history.clone(),
-                tools: self.settings.tools.clone(),
+                tools: self.tools.clone(),
                 stream: self.settings.stream,
             };
             let response = self.chat.complete(request, &live).await?;

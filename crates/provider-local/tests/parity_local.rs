@@ -87,7 +87,7 @@ fn kickoff(prompt: &str) -> TurnInput {
 fn results(id: &str, text: &str, is_error: bool) -> TurnInput {
     TurnInput::ToolResults {
         tool_uses: vec![ToolUse::new(id, "lookup", json!({}))],
-        results: vec![ToolResult { is_error, ..ToolResult::ok(id, text) }],
+        results: vec![if is_error { ToolResult::error(id, text) } else { ToolResult::ok(id, text) }],
     }
 }
 
@@ -237,14 +237,17 @@ async fn length_is_terminated() {
     assert_eq!(turn.stop_reason, Some(json!("length")));
 }
 
-/// local_test.exs: "provision/teardown: identity handle, nothing server-side".
+/// local_test.exs: "provision/teardown: identity handle, nothing server-side". Differs by decision 36: the
+/// handle names the spec by `<name>_<digest8>` (upstream returned the spec itself), so two definitions with one
+/// name stay apart; nothing server-side either way.
 #[tokio::test]
-async fn provision_and_teardown_are_the_identity() {
+async fn provision_and_teardown_touch_nothing_server_side() {
     let chat = Scripted::new(vec![]);
     let provider = local(&chat);
     let spec = AgentSpec::new("terse", "You are terse.");
     let handle = provider.provision(&spec, None).await.unwrap();
-    assert_eq!(handle, AgentHandle { agent_id: "terse".into(), environment_id: None });
+    let expected = format!("terse_{}", spec.digest().short());
+    assert_eq!(handle, AgentHandle { agent_id: expected, environment_id: None });
     provider.teardown(&handle).await.unwrap();
     assert!(chat.requests().is_empty(), "nothing was called");
 }

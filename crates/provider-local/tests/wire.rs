@@ -347,3 +347,35 @@ async fn the_final_turn_directive_follows_the_session_limit() {
     };
     assert!(!directive(0) && directive(1), "the second of two allowed calls is announced as the last");
 }
+
+/// Issue 9: `provision` returns a handle that `Session::run` accepts, and the run uses the provisioned spec's
+/// system prompt and tools (not the builder's); an unknown handle is refused before any request.
+#[tokio::test]
+async fn a_provisioned_spec_drives_the_run() {
+    use managed_agents_core::{AgentSpec, Provider, ToolSchema};
+    let emulator = ChatEmulator::start(
+        Script::new()
+            .turn(ScriptTurn::tool_call("call_1", "lookup", json!({"q": "x"})))
+            .turn(ScriptTurn::text("found it")),
+    )
+    .await
+    .unwrap();
+    let provider =
+        Local::builder().base_url(emulator.base_url()).model("m").system_prompt("builder prompt").build().unwrap();
+    let spec = AgentSpec::new("finder", "You find things.").tool(ToolSchema::new(
+        "lookup",
+        "Looks up",
+        json!({"type": "object"}),
+    ));
+    let handle = provider.provision(&spec, None).await.unwrap();
+    let options = SessionOptions::new().agent(handle.clone()).prompt("find x");
+    let result = Session::run(&provider, EchoTools, options).await.unwrap();
+    assert_eq!(result.text, "found it");
+    let first = &emulator.requests()[0];
+    assert_eq!(first["messages"][0], json!({"role": "system", "content": "You find things."}));
+    assert_eq!(first["tools"][0]["function"]["name"], "lookup");
+
+    provider.teardown(&handle).await.unwrap();
+    let gone = Session::run(&provider, EchoTools, SessionOptions::new().agent(handle).prompt("again")).await;
+    assert!(matches!(gone, Err(Error::InvalidOption { option: "agent_id", .. })), "{gone:?}");
+}

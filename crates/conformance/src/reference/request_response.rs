@@ -77,6 +77,20 @@ impl Provider for RequestResponseReference {
     fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
         wire::pending_tool_uses(events)
     }
+
+    /// Nothing is created: the handle names the definition (`<name>_<digest8>`).
+    async fn provision(
+        &self,
+        spec: &managed_agents_core::AgentSpec,
+        _: Option<&managed_agents_core::EnvironmentSpec>,
+    ) -> Result<managed_agents_core::AgentHandle, Error> {
+        wire::provisioned(spec)
+    }
+
+    /// Nothing to remove.
+    async fn teardown(&self, _: &managed_agents_core::AgentHandle) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 struct RequestResponseReferenceConnection {

@@ -83,6 +83,20 @@ impl Provider for StreamingReference {
     fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
         wire::pending_tool_uses(events)
     }
+
+    /// Nothing is created: the handle names the definition (`<name>_<digest8>`).
+    async fn provision(
+        &self,
+        spec: &managed_agents_core::AgentSpec,
+        _: Option<&managed_agents_core::EnvironmentSpec>,
+    ) -> Result<managed_agents_core::AgentHandle, Error> {
+        wire::provisioned(spec)
+    }
+
+    /// Nothing to remove.
+    async fn teardown(&self, _: &managed_agents_core::AgentHandle) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 struct StreamingReferenceConnection {
@@ -101,7 +115,10 @@ impl Connection for StreamingReferenceConnection {
     fn resumed(&self) -> bool {
         self.resumed
     }
+}
 
+#[async_trait]
+impl StreamingConnection for StreamingReferenceConnection {
     async fn reconnect(&mut self, seen: &SeenIds) -> Result<Reconnected, Error> {
         let mut world = self.world.lock();
         let session = world.session(&self.session_id)?;
@@ -113,10 +130,7 @@ impl Connection for StreamingReferenceConnection {
         let seen_ids = session.history.iter().filter_map(|e| e.id().map(str::to_string)).collect();
         Ok(Reconnected::new(wire::unanswered(&session.history), history, seen_ids))
     }
-}
 
-#[async_trait]
-impl StreamingConnection for StreamingReferenceConnection {
     async fn push(&mut self, input: TurnInput) -> Result<(), Error> {
         let mut world = self.world.lock();
         let played = world.accept(&self.session_id, input)?;

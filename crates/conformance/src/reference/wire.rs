@@ -10,7 +10,8 @@
 //!
 //! A `stop` event ends a turn.
 
-use managed_agents_core::{Event, Terminal, ToolResult, ToolUse, TurnResult, Usage};
+use managed_agents_core::provision::NamePolicy;
+use managed_agents_core::{AgentHandle, AgentSpec, Error, Event, Terminal, ToolResult, ToolUse, TurnResult, Usage};
 use serde_json::{Value, json};
 
 use crate::{ScriptToolCall, ScriptUsage};
@@ -117,4 +118,12 @@ pub(crate) fn unanswered(history: &[Event]) -> Vec<ToolUse> {
     let answered: Vec<&str> =
         history.iter().filter(|e| e.kind() == Some("tool_result")).filter_map(|e| e.str_field("call_id")).collect();
     history.iter().filter_map(as_tool_use).filter(|u| !answered.contains(&u.id.as_str())).collect()
+}
+
+/// The reference providers' provisioning: nothing is created anywhere; the handle names the definition as a
+/// real loop host would (`<name>_<digest8>`), so provisioning code can be exercised against them.
+pub(crate) fn provisioned(spec: &AgentSpec) -> Result<AgentHandle, Error> {
+    spec.validate()?;
+    let agent_id = NamePolicy::CLAUDE.compose(&spec.name, &spec.digest())?;
+    Ok(AgentHandle { agent_id, environment_id: None })
 }

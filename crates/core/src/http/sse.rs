@@ -4,6 +4,7 @@ use std::mem;
 
 /// One dispatched SSE event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SseFrame {
     /// The `event:` field, when given.
     pub event: Option<String>,

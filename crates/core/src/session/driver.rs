@@ -19,8 +19,8 @@ use crate::{
     StreamingConnection, TerminalReason, TurnInput,
 };
 
-/// What a live session tells its handle.
-#[derive(Debug)]
+/// What a live session tells its handle. Its `Debug` output summarises a result (counts, not content), as
+/// [`Error`]'s does.
 #[non_exhaustive]
 pub enum Notification {
     /// A request reached its end.
@@ -35,6 +35,18 @@ pub enum Notification {
         /// The wait before this attempt.
         delay: Duration,
     },
+}
+
+impl std::fmt::Debug for Notification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Finished(result) => f.debug_tuple("Finished").field(&crate::error::Summary(result)).finish(),
+            Self::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
+            Self::Reconnecting { attempt, delay } => {
+                f.debug_struct("Reconnecting").field("attempt", attempt).field("delay", delay).finish()
+            }
+        }
+    }
 }
 
 /// What a handle asks of its live session.
@@ -346,10 +358,13 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         }
         let Self { connection, machine, live, deadline, held_messages, .. } = self;
         let seen = machine.seen();
-        let request_response = matches!(connection, OpenConnection::RequestResponse(_));
         let mut reconnect = Box::pin(async {
             tokio::time::sleep(delay).await;
-            CatchUnwind::new(connection.common_mut().reconnect(seen)).await
+            match connection {
+                OpenConnection::Streaming(connection) => CatchUnwind::new(connection.reconnect(seen)).await,
+                // A request/response connection has no stream: reattaching recovers nothing.
+                OpenConnection::RequestResponse(_) => Ok(Ok(crate::Reconnected::default())),
+            }
         });
         let outcome = loop {
             tokio::select! {
@@ -366,7 +381,6 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         };
         drop(reconnect);
         let outcome = match outcome {
-            Ok(Err(Error::Unsupported { .. })) if request_response => Ok(crate::Reconnected::default()),
             Ok(outcome) => outcome,
             Err(panic) => Err(provider_panicked(self.provider, "reconnect", &*panic)),
         };

@@ -181,6 +181,7 @@ struct Request {
     last_terminal: Option<Terminal>,
     last_stop_reason: Option<Value>,
     last_text: String,
+    reconnects: u32,
 }
 
 /// The session loop's state.
@@ -362,7 +363,9 @@ impl Machine {
             self.phase = Phase::InFlight;
         }
         self.record(&event);
+        // A new event is progress: the next drop starts its backoff afresh.
         self.failed_without_progress = false;
+        self.reconnect_attempts = 0;
         out.push(Command::Forward(event.clone()));
         self.turn_buffer.push(event);
         if boundary && !matches!(self.phase, Phase::AwaitNormalize | Phase::RunningTools | Phase::Recovering) {
@@ -619,7 +622,11 @@ impl Machine {
     ) {
         let Phase::Reconnecting { in_flight } = self.phase else { return };
         self.stream_up = true;
-        self.reconnect_attempts = 0;
+        if self.reconnect_attempts > 0 {
+            // A reconnect after a drop (attempt 0 is a resumed session's first attach). The attempt count resets
+            // with the next new event, not here: a stream that reopens and drops at once must back off.
+            self.request.reconnects = self.request.reconnects.saturating_add(1);
+        }
         self.reconnect_cause = None;
         let pending = self.unanswered(pending);
         if in_flight {
@@ -747,6 +754,7 @@ impl Machine {
             usage: request.usage.clone(),
             turns: request.turns,
             events: request.events.clone(),
+            reconnects: request.reconnects,
             transcript: None,
         }
     }

@@ -408,13 +408,18 @@ fn giving_up_stops_reading_until_the_next_message_reconnects() {
 }
 
 #[test]
-fn a_successful_reconnect_resets_the_attempt_count() {
+fn the_attempt_count_resets_on_progress_not_on_a_reconnect_alone() {
+    let reconnected = || Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] };
     let mut machine = Machine::new(config(Mode::Streaming, true));
     machine.handle(Signal::Started);
     machine.handle(Signal::Connected);
     machine.handle(Signal::StreamEnded(None));
     machine.handle(Signal::ReconnectFailed(Error::StreamClosed));
-    machine.handle(Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] });
+    machine.handle(reconnected());
+    // A stream that reconnects and closes again at once backs off further instead of looping at attempt 1.
+    assert!(matches!(machine.handle(Signal::StreamEnded(None)).as_slice(), [Command::Reconnect { attempt: 3 }]));
+    machine.handle(reconnected());
+    machine.handle(Signal::StreamEvent { event: event("e1"), boundary: false });
     assert!(matches!(machine.handle(Signal::StreamEnded(None)).as_slice(), [Command::Reconnect { attempt: 1 }]));
 }
 

@@ -218,6 +218,7 @@ fn empty_result(reason: TerminalReason) -> SessionResult {
         usage: Usage::default(),
         turns: 0,
         events: Vec::new(),
+        reconnects: 0,
         transcript: None,
     }
 }

@@ -100,6 +100,10 @@ pub(super) fn parse_rfc3339(text: &str) -> Option<Micros> {
             };
             let (hours, minutes) = rest.get(1..)?.split_once(':')?;
             let (hours, minutes): (i64, i64) = (hours.parse().ok()?, minutes.parse().ok()?);
+            // A real offset is under a day: anything else (a huge number in a query) is not a timestamp.
+            if !(0..24).contains(&hours) || !(0..60).contains(&minutes) {
+                return None;
+            }
             sign * (hours * 3600 + minutes * 60)
         }
     };
@@ -389,7 +393,7 @@ pub(super) fn new_session(id: &str, now: &str, agent: &Value, environment_id: &s
         "usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0,
                   "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0}},
         "stats": {"active_seconds": 0.0, "duration_seconds": 0.0},
-        "budget": null, "outcome_evaluations": [], "deployment_id": null,
+        "budget": body.get("budget").cloned().unwrap_or(Value::Null), "outcome_evaluations": [], "deployment_id": null,
         "created_at": now, "updated_at": now, "archived_at": null,
     });
     merge_metadata(&mut record, body.get("metadata"));

@@ -1,0 +1,58 @@
+//! What the provisioning parity tests share: an emulator, a client on it, and a store.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
+use managed_agents_claude::provision::ClaudeProvisioner;
+use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
+use managed_agents_conformance::Script;
+use managed_agents_core::http::RetryPolicy;
+use managed_agents_core::provision::MemoryStore;
+use serde_json::Value;
+
+/// An emulator with a page size, a client on it and an in-memory store.
+pub struct Fixture {
+    pub emulator: ClaudeEmulator,
+    pub client: ClaudeClient,
+    pub store: Arc<MemoryStore>,
+}
+
+impl Fixture {
+    pub async fn new(page_size: usize) -> Self {
+        let options = EmulatorOptions::default().with_page_size(page_size);
+        let emulator = ClaudeEmulator::with_options(Script::new(), options).await.unwrap();
+        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
+        let client =
+            ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick).build().unwrap();
+        Self { emulator, client, store: Arc::new(MemoryStore::new()) }
+    }
+
+    pub fn provisioner(&self) -> ClaudeProvisioner {
+        ClaudeProvisioner::new(self.client.clone(), self.store.clone())
+    }
+
+    pub fn provider(&self) -> ClaudeManagedAgents {
+        ClaudeManagedAgents::with_store(self.client.clone(), self.store.clone())
+    }
+
+    /// How many requests `method path` (query excluded) the emulator got.
+    pub fn count(&self, method: &str, path: &str) -> usize {
+        self.emulator.requests_to(method, path).len()
+    }
+
+    /// The paths of every archive request, in order.
+    pub fn archive_paths(&self) -> Vec<String> {
+        self.emulator
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/archive"))
+            .map(|r| r.path)
+            .collect()
+    }
+}
+
+pub fn is_archived(record: &Value) -> bool {
+    !record["archived_at"].is_null()
+}
