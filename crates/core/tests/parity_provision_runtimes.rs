@@ -1,9 +1,9 @@
 //! Parity with upstream `test/req_managed_agents/provisioner/runtimes_test.exs` (V-5, V-11, V-12): validating a
 //! list of runtimes, and what runtimes do to an environment's identity and provisioning.
 //!
-//! `Runtimes.validate/1` is the runtime check of [`EnvironmentSpec::validate`] here. Missing, not tested: the
-//! bootstrap script and its system-prompt block (V-11), the hosts a runtime install needs and their merge into
-//! a limited network's allowlist (V-12), and `via` (the install method, part of V-11) — none is built.
+//! `Runtimes.validate/1` is the runtime check of [`EnvironmentSpec::validate`] here. The bootstrap script and its
+//! system-prompt block (V-11) and the hosts a runtime install needs (V-12) are the Claude crate's
+//! (`crates/provider-claude/tests/parity_runtimes.rs`); `via` is not modelled (D-53).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -12,7 +12,8 @@
 //! This crate re-exports the core (the [`Session`] loop, the [`Provider`] and [`Handler`] traits and the
 //! vocabulary) and, behind features, the provider crates. Feature `emulator` turns on the bundled emulator of
 //! each provider you enabled (a loopback server speaking its wire, for tests and demos); it enables no provider
-//! by itself. No feature is on by default.
+//! by itself. Feature `store` adds the durable provisioning store (SQLite, `managed-agents-store`). No feature is on
+//! by default.
 //!
 //! ## Example
 //!
@@ -55,3 +56,7 @@ pub use managed_agents_agentcore as agentcore;
 /// The local OpenAI-compatible provider (feature `local`).
 #[cfg(feature = "local")]
 pub use managed_agents_local as local;
+
+/// The durable provisioning store, SQLite shared by several processes (feature `store`).
+#[cfg(feature = "store")]
+pub use managed_agents_store as store;

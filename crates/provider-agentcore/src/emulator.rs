@@ -13,8 +13,10 @@
 //! in-stream `validationException` naming the field), a server-side tool call with its `toolResult` block, and
 //! prompt-cache token counts in the usage. Requests are checked like the service checks them: the harness ARN
 //! must follow the service's pattern and be [`HARNESS_ARN`], the runtime session id must follow its rule, and a
-//! `validationException` carries its `reason`. `InvokeAgentRuntimeCommand` is answered by a tiny shell (`echo`,
-//! `fail N`).
+//! `validationException` carries its `reason`. `InvokeAgentRuntimeCommand` runs `echo ARGS` and `fail N` and,
+//! against an in-memory filesystem per runtime session, exactly the commands
+//! [`SessionStorageArtifacts`](crate::SessionStorageArtifacts) sends (the shapes are listed in [`shell`]);
+//! [`AgentCoreEmulator::fail_commands`] makes commands fail and [`AgentCoreEmulator::commands`] lists them.
 //!
 //! The control plane the harness lifecycle calls is emulated too ([`control`]): `CreateHarness`, `GetHarness`,
 //! `ListHarnesses` (paged) and `DeleteHarness`, with statuses that change over time ([`Transition`]) and
@@ -44,6 +46,7 @@ use serde_json::{Value, json};
 use crate::{BedrockAgentCore, BedrockAgentCoreBuilder, ProvisionSettings};
 
 pub mod control;
+pub mod shell;
 
 pub use control::{ControlOptions, ControlRequest, EXECUTION_ROLE_ARN, EmulatedHarness, Transition};
 
@@ -145,6 +148,12 @@ struct State {
     requests: Vec<InvokeRequest>,
     gate: Option<Arc<tokio::sync::Notify>>,
     control: control::ControlState,
+    /// Per runtime (its ARN as the path carries it) and session id: the session's files.
+    runtime_files: HashMap<(String, String), shell::RuntimeFs>,
+    /// Injected command failures: how many commands still run first, then the exit code and stderr of each.
+    failing_commands: (usize, VecDeque<(i32, String)>),
+    /// Every runtime command received, in order.
+    commands: Vec<String>,
 }
 
 /// The emulator. Dropping it stops the server.
@@ -183,6 +192,9 @@ impl AgentCoreEmulator {
             requests: Vec::new(),
             gate: None,
             control: control::ControlState::default(),
+            runtime_files: HashMap::new(),
+            failing_commands: (0, VecDeque::new()),
+            commands: Vec::new(),
         }));
         let shared = Arc::clone(&state);
         let control_seen = Arc::new(tokio::sync::Notify::new());
@@ -366,6 +378,18 @@ impl AgentCoreEmulator {
         let gate = Arc::new(tokio::sync::Notify::new());
         lock(&self.state).gate = Some(Arc::clone(&gate));
         gate
+    }
+
+    /// After `after` more runtime commands have run, the next `count` fail without running: each exits with
+    /// `exit_code` after printing `stderr` (`echo` and `fail` are not counted).
+    pub fn fail_commands(&self, after: usize, count: usize, exit_code: i32, stderr: &str) {
+        let mut guard = lock(&self.state);
+        guard.failing_commands = (after, std::iter::repeat_n((exit_code, stderr.to_string()), count).collect());
+    }
+
+    /// Every runtime command received (`InvokeAgentRuntimeCommand`'s `command`), in order.
+    pub fn commands(&self) -> Vec<String> {
+        lock(&self.state).commands.clone()
     }
 
     /// The inputs received, decoded.
@@ -674,25 +698,66 @@ fn decode_input(messages: &[Value], known_session: bool) -> Result<RecordedInput
     Ok(RecordedInput::ToolResults(decoded))
 }
 
-/// Answers `InvokeAgentRuntimeCommand` with a tiny shell: `echo ARGS` prints its arguments, `fail N` prints to
-/// stderr and exits with N, anything else exits 127.
-fn command_response(body: &Value) -> Response<ResponseBody> {
+/// Answers `InvokeAgentRuntimeCommand`: `echo ARGS` prints its arguments, `fail N` prints to stderr and exits with
+/// N, an injected failure (see [`AgentCoreEmulator::fail_commands`]) exits as it says, and anything else runs on the
+/// session's files (see [`shell`]).
+fn command_response(state: &Mutex<State>, runtime: &str, session_id: &str, body: &Value) -> Response<ResponseBody> {
     let command = body["command"].as_str().unwrap_or_default();
-    let chunk = |payload: Value| event("chunk", payload);
-    let mut frames = vec![chunk(json!({"contentStart": {}}))];
+    lock(state).commands.push(command.to_string());
     let (stdout, stderr, code) = match command.split_once(' ').unwrap_or((command, "")) {
         ("echo", rest) => (format!("{rest}\n"), String::new(), 0),
         ("fail", code) => (String::new(), format!("failing with {code}\n"), code.trim().parse().unwrap_or(1)),
-        (name, _) => (String::new(), format!("{name}: command not found\n"), 127),
+        _ => {
+            let mut guard = lock(state);
+            let injected = match &mut guard.failing_commands {
+                (0, failures) => failures.pop_front(),
+                (after, _) => {
+                    *after -= 1;
+                    None
+                }
+            };
+            if let Some((code, stderr)) = injected {
+                (String::new(), stderr, code)
+            } else {
+                let files = guard.runtime_files.entry((runtime.to_string(), session_id.to_string())).or_default();
+                let outcome = files.run(command);
+                (outcome.stdout, outcome.stderr, outcome.code)
+            }
+        }
     };
-    for line in stdout.split_inclusive('\n') {
-        frames.push(chunk(json!({"contentDelta": {"stdout": line}})));
+    let chunk = |payload: Value| event("chunk", payload);
+    let mut frames = vec![chunk(json!({"contentStart": {}}))];
+    for piece in pieces(&stdout, COMMAND_OUTPUT_PIECE) {
+        frames.push(chunk(json!({"contentDelta": {"stdout": piece}})));
     }
-    if !stderr.is_empty() {
-        frames.push(chunk(json!({"contentDelta": {"stderr": stderr}})));
+    for piece in pieces(&stderr, COMMAND_OUTPUT_PIECE) {
+        frames.push(chunk(json!({"contentDelta": {"stderr": piece}})));
     }
     frames.push(chunk(json!({"contentStop": {"exitCode": code, "status": "COMPLETED"}})));
     stream_response(frames, None)
+}
+
+/// The most command output one `contentDelta` event carries, in bytes.
+const COMMAND_OUTPUT_PIECE: usize = 16 * 1024;
+
+/// `text` in pieces of at most `max` bytes (more only for a character longer than that), never splitting a
+/// character.
+fn pieces(text: &str, max: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = max.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        if cut == 0 {
+            cut = rest.chars().next().map_or(rest.len(), char::len_utf8);
+        }
+        let (piece, tail) = rest.split_at(cut);
+        out.push(piece);
+        rest = tail;
+    }
+    out
 }
 
 async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<ResponseBody> {
@@ -719,10 +784,10 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     }
     if request.method == Method::POST && path.starts_with("/runtimes/") && path.ends_with("/commands") {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        if request.headers.get(SESSION_HEADER).is_none() {
+        let Some(session_id) = request.headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
             return aws_error(400, "the runtime session id header is required");
-        }
-        return command_response(&body);
+        };
+        return command_response(&state, path, session_id, &body);
     }
     if request.method != Method::POST || path != "/harnesses/invoke" {
         return aws_error(404, "only InvokeHarness and InvokeAgentRuntimeCommand are emulated");

@@ -11,13 +11,16 @@
 //! * [`StopReason`]: the harness stop reasons and how each ends a turn.
 //! * [`validate_session_id`] / [`new_session_id`]: AgentCore's runtime session id rule.
 //! * [`run_command`]: a shell command in the session's runtime, stdout/stderr streamed, exit code returned.
+//! * [`SessionStorageArtifacts`] ([`artifacts`]): the session's artifacts (list, fetch, put, delete by name) as
+//!   files in its session storage mount, through runtime commands.
 //! * [`harness`]: the harness lifecycle on the control plane (`aws-sdk-bedrockagentcorecontrol`):
 //!   `Provider::provision` creates (or adopts) the content-addressed harness of an `AgentSpec` and waits until it
 //!   is `READY` under one wall-clock budget ([`ProvisionSettings`]); `Provider::teardown` deletes it and waits
 //!   until it is gone. The handle's `agent_id` is the harness ARN a session runs on.
 //! * `emulator` feature: [`emulator::AgentCoreEmulator`], an `InvokeHarness` server on loopback that answers the
 //!   real SDK client with event-stream frames following a conformance script (and the harness control plane,
-//!   with statuses that change over time), and [`emulator::AgentCoreBackend`].
+//!   with statuses that change over time, and runtime commands over an in-memory filesystem per session), and
+//!   [`emulator::AgentCoreBackend`].
 //!
 //! ## Example
 //!
@@ -52,6 +55,7 @@
 //! # fn main() {}
 //! ```
 
+pub mod artifacts;
 mod command;
 pub mod convert;
 #[cfg(feature = "emulator")]
@@ -61,6 +65,7 @@ mod provider;
 mod session_id;
 pub mod wire;
 
+pub use artifacts::SessionStorageArtifacts;
 pub use command::{CommandOutput, OutputStream, run_command};
 pub use harness::{ProvisionSettings, ProvisionedHarness};
 pub use provider::{BedrockAgentCore, BedrockAgentCoreBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};

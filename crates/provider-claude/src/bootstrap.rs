@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 /// The hosts the bootstrap script downloads from (mise itself, its version index, runtime builds on GitHub, and
 /// the hex.pm builds Elixir needs), sorted.
-pub const MISE_HOSTS: [&str; 6] = [
+pub const MISE_HOSTS: &[&str] = &[
     "builds.hex.pm",
     "github.com",
     "mise-versions.jdx.dev",
@@ -97,7 +97,7 @@ fn script(specs: &[String]) -> String {
         "set -euo pipefail".to_string(),
         LOCALE.to_string(),
         "if ! command -v mise >/dev/null 2>&1 && [ ! -x \"$HOME/.local/bin/mise\" ]; then".to_string(),
-        "  curl -fsSL https://mise.run | sh".to_string(),
+        "  curl -fsSL https://mise.jdx.dev/install.sh | sh".to_string(),
         "fi".to_string(),
         PATHS.to_string(),
     ];

@@ -592,6 +592,11 @@ impl ClaudeClient {
         Err(Error::malformed("file page", format!("more than {MAX_LIST_PAGES} pages"), String::new()))
     }
 
+    /// `GET /v1/files/{id}`: a file's metadata (`filename`, `size_bytes`, `downloadable`, `scope` …).
+    pub async fn get_file(&self, file_id: &str) -> Result<Value, Error> {
+        self.json(Method::GET, &format!("/v1/files/{}", encode(file_id)), Body::None, Beta::Both, Replay::Safe).await
+    }
+
     /// `GET /v1/files/{id}/content`: the raw bytes.
     pub async fn download_file(&self, file_id: &str) -> Result<Bytes, Error> {
         let path = format!("/v1/files/{}/content", encode(file_id));

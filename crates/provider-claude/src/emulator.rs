@@ -16,9 +16,14 @@
 //! taken name is a `409`); archived records are listed with `archived_at` under `include_archived=true`;
 //! [`ClaudeEmulator::insert_agent`] / [`ClaudeEmulator::insert_environment`] add records directly (live or
 //! archived); files are listed newest first with the files API's own paging (`limit`, `after_id` / `before_id`,
-//! `has_more`, `first_id`, `last_id`); session resources are paged like the other lists. A session created with
-//! a `budget` keeps it, and a scripted turn that stops with `budget_reached` is preceded by `session.usage`
-//! (cumulative usage, `list_cost` at the cap, the budget), as the service reports a paused session.
+//! `has_more`, `first_id`, `last_id`, and `scope_id` for a session's files), have metadata
+//! (`GET /v1/files/{id}`) and are downloadable unless marked otherwise ([`ClaudeEmulator::set_downloadable`],
+//! [`EmulatorOptions::with_uploads_downloadable`]); [`ClaudeEmulator::write_output`] adds a session-scoped file
+//! as if the agent had written it under `/mnt/session/outputs/`. Session resources are paged like the other
+//! lists; attaching a file that does not exist, or removing a resource that is not there, is a `404`. A session
+//! created with a `budget` keeps it, and a scripted turn that stops with `budget_reached` is preceded by
+//! `session.usage` (cumulative usage, `list_cost` at the cap, the budget), as the service reports a paused
+//! session.
 //! [`ClaudeEmulator::fail_requests`] answers chosen requests (an environment create, one archive …) with an
 //! error status, for rollback and partial-failure tests.
 //!
@@ -69,11 +74,21 @@ pub struct EmulatorOptions {
     /// turn's first event, so they arrive mid-turn; they alternate between broken JSON and JSON that is not an
     /// object.
     pub malformed_frames: usize,
+    /// Whether uploaded files can be downloaded (default `true`). The real service answers `downloadable: false`
+    /// for uploads and refuses their content; `false` here does the same.
+    pub uploads_downloadable: bool,
 }
 
 impl Default for EmulatorOptions {
     fn default() -> Self {
-        Self { crlf: false, heartbeats: false, page_size: 100, replay_history: false, malformed_frames: 1 }
+        Self {
+            crlf: false,
+            heartbeats: false,
+            page_size: 100,
+            replay_history: false,
+            malformed_frames: 1,
+            uploads_downloadable: true,
+        }
     }
 }
 
@@ -110,6 +125,13 @@ impl EmulatorOptions {
     #[must_use]
     pub fn with_malformed_frames(mut self, count: usize) -> Self {
         self.malformed_frames = count;
+        self
+    }
+
+    /// With uploads downloadable (the default) or, as on the real service, not.
+    #[must_use]
+    pub fn with_uploads_downloadable(mut self, downloadable: bool) -> Self {
+        self.uploads_downloadable = downloadable;
         self
     }
 }
@@ -328,6 +350,54 @@ impl ClaudeEmulator {
     pub fn history(&self, session_id: &str) -> Vec<Value> {
         lock(&self.state).sessions.get(session_id).map(|s| s.history.clone()).unwrap_or_default()
     }
+
+    /// Keeps `bytes` as a file of session `session_id`, as if the agent had written it to
+    /// `/mnt/session/outputs/<name>`: session-scoped (`scope: {type: "session", id}`), named `name`,
+    /// downloadable, created now. Returns its id. Writing a name again adds a newer version, as the service does.
+    pub fn write_output(&self, session_id: &str, name: &str, bytes: &[u8]) -> String {
+        let mut state = lock(&self.state);
+        let now = state.now();
+        add_output(&mut state, session_id, name, bytes, now)
+    }
+
+    /// Like [`ClaudeEmulator::write_output`] with a given `created_at` (an RFC 3339 timestamp), so tests can
+    /// order versions independently of when they were seeded.
+    pub fn write_output_at(&self, session_id: &str, name: &str, bytes: &[u8], created_at: &str) -> String {
+        add_output(&mut lock(&self.state), session_id, name, bytes, created_at.to_string())
+    }
+
+    /// The metadata of file `id` as the server keeps it.
+    pub fn file(&self, id: &str) -> Option<Value> {
+        lock(&self.state).files.get(id).map(|(meta, _)| meta.clone())
+    }
+
+    /// Marks file `id` downloadable or not (a file that is not has `downloadable: false` and its content is
+    /// refused with a `400`); `false` when there is no such file.
+    pub fn set_downloadable(&self, id: &str, downloadable: bool) -> bool {
+        match lock(&self.state).files.get_mut(id) {
+            Some((meta, _)) => {
+                meta["downloadable"] = json!(downloadable);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The resources of session `id` as the server keeps them (empty when there is no such session).
+    pub fn resources(&self, id: &str) -> Vec<Value> {
+        let state = lock(&self.state);
+        state.sessions.get(id).and_then(|s| s.record["resources"].as_array().cloned()).unwrap_or_default()
+    }
+}
+
+/// Adds a session-scoped file (an output the agent wrote).
+fn add_output(state: &mut State, session_id: &str, name: &str, bytes: &[u8], created_at: String) -> String {
+    let id = state.id("file");
+    let meta = json!({"id": id, "type": "file", "filename": name, "mime_type": crate::content_type(name),
+        "size_bytes": bytes.len(), "created_at": created_at, "downloadable": true,
+        "scope": {"type": "session", "id": session_id}});
+    state.files.insert(id.clone(), (meta, Bytes::copy_from_slice(bytes)));
+    id
 }
 
 fn error(status: StatusCode, kind: &str, message: &str) -> Response<ResponseBody> {
@@ -433,7 +503,9 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         (&Method::DELETE, ["v1", "sessions", id, "resources", resource]) => remove_resource(&state, id, resource),
         (&Method::POST, ["v1", "files"]) => upload(&state, &request),
         (&Method::GET, ["v1", "files"]) => list_files(&state, &query),
+        (&Method::GET, ["v1", "files", id]) => get(&state, |s| s.files.get(*id).map(|(meta, _)| meta.clone()), "file"),
         (&Method::GET, ["v1", "files", id, "content"]) => match lock(&state).files.get(*id) {
+            Some((meta, _)) if meta["downloadable"] == json!(false) => invalid("this file is not downloadable"),
             Some((_, bytes)) => Response::new(ResponseBody::full(bytes.clone())),
             None => not_found("file"),
         },
@@ -1022,7 +1094,7 @@ fn list_files(state: &Mutex<State>, query: &Query) -> Response<ResponseBody> {
         .files
         .values()
         .map(|(meta, _)| meta.clone())
-        .filter(|meta| scope.is_none_or(|s| meta["scope_id"] == json!(s)))
+        .filter(|meta| scope.is_none_or(|s| meta["scope"]["id"] == json!(s)))
         .collect();
     files.sort_by(|a, b| {
         (b["created_at"].as_str(), b["id"].as_str()).cmp(&(a["created_at"].as_str(), a["id"].as_str()))
@@ -1053,6 +1125,12 @@ fn add_resource(state: &Mutex<State>, session_id: &str, body: Value) -> Response
     let mut guard = lock(state);
     let id = guard.id("sesrsc");
     let now = guard.now();
+    if !guard.sessions.contains_key(session_id) {
+        return not_found("session");
+    }
+    if body["type"] == "file" && !body["file_id"].as_str().is_some_and(|file| guard.files.contains_key(file)) {
+        return not_found("file");
+    }
     let Some(session) = guard.sessions.get_mut(session_id) else { return not_found("session") };
     let mut resource = body;
     resource["id"] = json!(id);
@@ -1071,8 +1149,11 @@ fn add_resource(state: &Mutex<State>, session_id: &str, body: Value) -> Response
 fn remove_resource(state: &Mutex<State>, session_id: &str, resource_id: &str) -> Response<ResponseBody> {
     let mut guard = lock(state);
     let Some(session) = guard.sessions.get_mut(session_id) else { return not_found("session") };
-    if let Some(list) = session.record["resources"].as_array_mut() {
-        list.retain(|r| r["id"] != json!(resource_id));
+    let Some(list) = session.record["resources"].as_array_mut() else { return not_found("resource") };
+    let before = list.len();
+    list.retain(|r| r["id"] != json!(resource_id));
+    if list.len() == before {
+        return not_found("resource");
     }
     json_response(StatusCode::OK, &json!({"id": resource_id, "type": "session_resource_deleted"}))
 }
@@ -1113,7 +1194,7 @@ fn upload(state: &Mutex<State>, request: &ReceivedRequest) -> Response<ResponseB
     let now = guard.now();
     let mime_type = crate::content_type(&filename);
     let meta = json!({"id": id, "type": "file", "filename": filename, "mime_type": mime_type,
-        "size_bytes": bytes.len(), "created_at": now, "downloadable": true, "scope_id": null});
+        "size_bytes": bytes.len(), "created_at": now, "downloadable": guard.options.uploads_downloadable});
     guard.files.insert(id, (meta.clone(), bytes));
     json_response(StatusCode::OK, &meta)
 }

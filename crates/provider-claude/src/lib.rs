@@ -15,6 +15,9 @@
 //!   events is never blindly repeated.
 //! * [`provision`]: agents and environments as content-addressed images ([`ClaudeProvisioner`]: ensure with
 //!   `409` adoption, tag / resolve, prune), which [`ClaudeManagedAgents`]'s `Provider::provision` uses.
+//! * [`artifacts`]: a session's files by name ([`ClaudeArtifacts`], also [`ClaudeManagedAgents::artifacts`]):
+//!   what the agent wrote under [`artifacts::OUTPUTS_DIR`] and what you put, mounted under
+//!   [`artifacts::INPUTS_DIR`].
 //! * [`bootstrap`]: the script and instructions that install an environment's declared runtimes with mise.
 //! * [`SessionBudget`] / [`BudgetReached`]: a session spend cap and the report of its expiry.
 //! * [`events`]: building and interpreting the event vocabulary.
@@ -56,6 +59,7 @@
 //! # fn main() {}
 //! ```
 
+pub mod artifacts;
 pub mod bootstrap;
 mod budget;
 mod builder;
@@ -66,7 +70,9 @@ pub mod events;
 mod provider;
 pub mod provision;
 mod stream;
+mod timestamp;
 
+pub use artifacts::ClaudeArtifacts;
 pub use budget::{BUDGET_REACHED, BudgetReached, SESSION_USAGE, SessionBudget};
 pub use builder::ClaudeManagedAgentsBuilder;
 pub use client::{

@@ -10,6 +10,7 @@ use managed_agents_core::{
 };
 use serde_json::{Value, json};
 
+use crate::artifacts::ClaudeArtifacts;
 use crate::bootstrap::Bootstrap;
 use crate::budget::SessionBudget;
 use crate::builder::ClaudeManagedAgentsBuilder;
@@ -75,6 +76,12 @@ impl ClaudeManagedAgents {
     /// The API client, for the endpoints the loop does not use (agents, environments, files …).
     pub fn client(&self) -> &ClaudeClient {
         &self.client
+    }
+
+    /// The artifacts of the session `session_id`: its outputs and the inputs put through it (see
+    /// [`ClaudeArtifacts`]).
+    pub fn artifacts(&self, session_id: impl Into<String>) -> ClaudeArtifacts {
+        ClaudeArtifacts::new(self.client.clone(), session_id)
     }
 }
 

@@ -5,6 +5,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
+pub(super) use crate::timestamp::parse_rfc3339;
+
 /// Microseconds since the Unix epoch.
 pub(super) type Micros = i64;
 
@@ -40,15 +42,6 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
-/// (year, month, day) → days since 1970-01-01.
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year - era * 400;
-    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
-}
-
 /// `2026-11-30T14:03:07.123456Z`.
 pub(super) fn format_rfc3339(micros: Micros) -> String {
     let seconds = micros.div_euclid(1_000_000);
@@ -57,58 +50,6 @@ pub(super) fn format_rfc3339(micros: Micros) -> String {
     let of_day = seconds.rem_euclid(86_400);
     let (hour, minute, second) = (of_day / 3600, of_day % 3600 / 60, of_day % 60);
     format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{fraction:06}Z")
-}
-
-/// Parses an RFC 3339 timestamp (`T` or a space between date and time, optional fraction, `Z` or an offset).
-pub(super) fn parse_rfc3339(text: &str) -> Option<Micros> {
-    let text = text.trim();
-    let number = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = text.get(range)?;
-        part.bytes().all(|b| b.is_ascii_digit()).then(|| part.parse().ok())?
-    };
-    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
-    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
-    let separators = [(4, b'-'), (7, b'-'), (13, b':'), (16, b':')];
-    if separators.iter().any(|(at, byte)| text.as_bytes().get(*at) != Some(byte))
-        || !matches!(text.as_bytes().get(10), Some(b'T' | b't' | b' '))
-        || !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    let mut rest = text.get(19..)?;
-    let mut fraction = 0;
-    if let Some(digits) = rest.strip_prefix('.') {
-        let length = digits.bytes().take_while(u8::is_ascii_digit).count();
-        if length == 0 {
-            return None;
-        }
-        let padded: String = digits[..length].chars().chain(std::iter::repeat('0')).take(6).collect();
-        fraction = padded.parse::<i64>().ok()?;
-        rest = &digits[length..];
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ => {
-            let sign = match rest.as_bytes().first()? {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return None,
-            };
-            let (hours, minutes) = rest.get(1..)?.split_once(':')?;
-            let (hours, minutes): (i64, i64) = (hours.parse().ok()?, minutes.parse().ok()?);
-            // A real offset is under a day: anything else (a huge number in a query) is not a timestamp.
-            if !(0..24).contains(&hours) || !(0..60).contains(&minutes) {
-                return None;
-            }
-            sign * (hours * 3600 + minutes * 60)
-        }
-    };
-    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
-    Some(seconds * 1_000_000 + fraction)
 }
 
 /// A decoded query string: keys and values percent-decoded, pairs in order.
