@@ -6,17 +6,20 @@ use async_trait::async_trait;
 
 use crate::Error;
 
-/// One artifact as its store lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One artifact as its store lists it (JSON: `{"name", "size", "content_type", "id"}`, absent fields omitted).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Artifact {
     /// Its name within the session: a relative path with `/` separators (see [`validate_artifact_name`]).
     pub name: String,
     /// Its size in bytes, when the store says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// Its media type, when the store says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
     /// The store's own id for it (a Claude file id …), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
 }
 

@@ -78,9 +78,8 @@ async fn every_verb_is_dispatched_to_the_implementation() {
     );
 }
 
-/// The defaults part of `artifacts_test.exs`: "Artifact struct defaults + JSON encoding": an artifact knows
-/// only its name until told its size (and media type, and the store's id, upstream's `ref`). The JSON encoding
-/// half is missing: [`Artifact`] does not implement `Serialize`.
+/// `artifacts_test.exs`: "Artifact struct defaults + JSON encoding": an artifact knows only its name until told
+/// its size (and media type, and the store's id, upstream's `ref`), and encodes to JSON with what it knows.
 #[test]
 fn an_artifact_knows_only_its_name_by_default() {
     let bare = Artifact::new("r.md");
@@ -89,4 +88,8 @@ fn an_artifact_knows_only_its_name_by_default() {
     assert_eq!(full.name, "r.md");
     assert_eq!(full.size, Some(12));
     assert_eq!(full.id.as_deref(), Some("file_1"));
+    let encoded = serde_json::to_value(&full).unwrap();
+    assert_eq!(encoded, serde_json::json!({"name": "r.md", "size": 12, "id": "file_1"}));
+    assert_eq!(serde_json::from_value::<Artifact>(encoded).unwrap(), full);
+    assert_eq!(serde_json::to_value(&bare).unwrap(), serde_json::json!({"name": "r.md"}));
 }
