@@ -113,6 +113,7 @@ pub mod provision;
 mod result;
 mod seen;
 pub mod session;
+pub mod settings;
 mod spec;
 mod tool;
 mod usage;

@@ -176,9 +176,7 @@ impl ProvisionSettings {
             ("control_request_timeout", self.request_timeout),
             ("rollback_timeout", self.rollback_timeout),
         ] {
-            if value.is_zero() {
-                return Err(Error::invalid_option(option, "must not be zero"));
-            }
+            managed_agents_core::settings::nonzero(option, value)?;
         }
         if let Some(size) = self.page_size
             && !(1..=100).contains(&size)

@@ -9,6 +9,7 @@ use aws_sdk_bedrockagentcore::error::{DisplayErrorContext, ProvideErrorMetadata,
 use aws_sdk_bedrockagentcore::operation::invoke_harness::InvokeHarnessError;
 use aws_sdk_bedrockagentcore::types::error::{InvokeHarnessStreamOutputError, ValidationException};
 use aws_sdk_bedrockagentcore::types::{HarnessBedrockModelConfig, HarnessModelConfiguration};
+use managed_agents_core::settings::nonzero;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, LiveEvents, OpenConnection,
     OpenRequest, Provider, RequestResponseConnection, RetryPolicy, TurnInput, TurnResult,
@@ -216,11 +217,9 @@ impl BedrockAgentCoreBuilder {
             .load()
             .await;
         let builder = Self::new().sdk_config(&config);
-        match std::env::var("AGENTCORE_EXECUTION_ROLE_ARN") {
-            Ok(role) if !role.trim().is_empty() => {
-                builder.provisioning(ProvisionSettings::default().with_execution_role_arn(role))
-            }
-            _ => builder,
+        match managed_agents_core::settings::env_var("AGENTCORE_EXECUTION_ROLE_ARN") {
+            Some(role) => builder.provisioning(ProvisionSettings::default().with_execution_role_arn(role)),
+            None => builder,
         }
     }
 
@@ -305,14 +304,8 @@ impl BedrockAgentCoreBuilder {
                 "the SDK configuration has no region (set AWS_REGION, a profile region, or one on the config)",
             ));
         }
-        let idle_timeout = self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT);
-        if idle_timeout.is_zero() {
-            return Err(Error::invalid_option("idle_timeout", "must not be zero"));
-        }
-        let request_timeout = self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
-        if request_timeout.is_zero() {
-            return Err(Error::invalid_option("request_timeout", "must not be zero"));
-        }
+        let idle_timeout = nonzero("idle_timeout", self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT))?;
+        let request_timeout = nonzero("request_timeout", self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT))?;
         let retry = self.retry.unwrap_or_else(default_retry);
         retry.validate()?;
         let provisioning = self.provisioning.unwrap_or_default();

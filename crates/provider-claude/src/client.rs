@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use managed_agents_core::Error;
 use managed_agents_core::http::{
-    Bytes, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, RetryPolicy, Secret, Uri,
+    Bytes, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, RetryPolicy, Secret,
     read_body,
 };
+use managed_agents_core::settings::nonzero;
 use serde_json::{Value, json};
 
 /// The default API root.
@@ -91,7 +92,7 @@ impl ClaudeClientBuilder {
     /// A builder pre-filled from the environment: the API key from `ANTHROPIC_API_KEY` and the API root from
     /// `ANTHROPIC_BASE_URL`, each when set and not blank. Values set afterwards win.
     pub fn from_env() -> Self {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let env = managed_agents_core::settings::env_var;
         Self { base_url: env("ANTHROPIC_BASE_URL"), api_key: env("ANTHROPIC_API_KEY").map(Secret::new), ..Self::new() }
     }
 
@@ -156,22 +157,9 @@ impl ClaudeClientBuilder {
             return Err(Error::invalid_option("api_key", "not a valid header value"));
         }
         let base_url = self.base_url.unwrap_or_else(|| DEFAULT_BASE_URL.into());
-        let root = base_url.trim_end_matches('/');
-        match root.parse::<Uri>() {
-            Ok(uri)
-                if matches!(uri.scheme_str(), Some("http" | "https"))
-                    && uri.authority().is_some()
-                    && uri.query().is_none() => {}
-            _ => return Err(Error::invalid_option("base_url", "not an absolute http(s) URL without a query")),
-        }
-        let request_timeout = self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
-        if request_timeout.is_zero() {
-            return Err(Error::invalid_option("request_timeout", "must not be zero"));
-        }
-        let idle_timeout = self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT);
-        if idle_timeout.is_zero() {
-            return Err(Error::invalid_option("idle_timeout", "must not be zero"));
-        }
+        managed_agents_core::http::validate_base_url(&base_url)?;
+        let request_timeout = nonzero("request_timeout", self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT))?;
+        let idle_timeout = nonzero("idle_timeout", self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT))?;
         let retry = self.retry.unwrap_or_default();
         retry.validate()?;
         let config = ClaudeConfig {

@@ -7,8 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use managed_agents_core::http::{
     Bytes, HeaderName, HeaderValue, HttpClient, Method, Replay, Request, RequestBody, RetryPolicy, Secret, SseBody,
-    Uri, read_body,
+    read_body,
 };
+use managed_agents_core::settings::nonzero;
 use managed_agents_core::{Error, Event, LiveEvents};
 use serde_json::{Value, json};
 
@@ -104,11 +105,7 @@ impl HttpChatConfig {
     /// `https` URL, the key and headers are valid header values, the timeouts are not zero and the retry policy
     /// is valid. Values are never echoed (a misplaced secret stays out of the error).
     pub fn validate(&self) -> Result<(), Error> {
-        let url = chat_url(&self.base_url);
-        let uri: Uri = url.parse().map_err(|_| Error::invalid_option("base_url", "not a valid URL"))?;
-        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
-            return Err(Error::invalid_option("base_url", "must be an http:// or https:// URL with a host"));
-        }
+        managed_agents_core::http::validate_base_url(&self.base_url)?;
         if let Some(key) = &self.api_key {
             HeaderValue::try_from(format!("Bearer {}", key.expose()))
                 .map_err(|_| Error::invalid_option("api_key", "not a valid header value"))?;
@@ -119,12 +116,8 @@ impl HttpChatConfig {
             HeaderValue::try_from(value.as_str())
                 .map_err(|_| Error::invalid_option("headers", format!("the value of header `{name}` is not valid")))?;
         }
-        if self.request_timeout.is_zero() {
-            return Err(Error::invalid_option("request_timeout", "must be longer than zero"));
-        }
-        if self.idle_timeout.is_zero() {
-            return Err(Error::invalid_option("idle_timeout", "must be longer than zero"));
-        }
+        nonzero("request_timeout", self.request_timeout)?;
+        nonzero("idle_timeout", self.idle_timeout)?;
         self.retry.validate()
     }
 }

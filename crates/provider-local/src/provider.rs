@@ -133,7 +133,7 @@ impl LocalBuilder {
     /// A builder holding what the environment sets — `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`
     /// (empty values count as unset) — which later calls may override.
     pub fn from_env() -> Self {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let env = managed_agents_core::settings::env_var;
         Self {
             base_url: env("OPENAI_BASE_URL"),
             api_key: env("OPENAI_API_KEY").map(Secret::new),

@@ -167,3 +167,35 @@ fn describe(error: &hyper_util::client::legacy::Error) -> String {
     }
     message
 }
+
+/// Checks a base URL the way every provider's `build()` does: an absolute `http` or `https` URL with a host and no
+/// query or fragment (paths are appended to it). The value is not echoed in the error.
+pub fn validate_base_url(base_url: &str) -> Result<(), Error> {
+    let root = base_url.trim_end_matches('/');
+    match root.parse::<http::Uri>() {
+        Ok(uri)
+            if matches!(uri.scheme_str(), Some("http" | "https"))
+                && uri.host().is_some_and(|host| !host.is_empty())
+                && uri.query().is_none()
+                && !root.contains('#') =>
+        {
+            Ok(())
+        }
+        _ => Err(Error::invalid_option("base_url", "not an absolute http(s) URL with a host and no query")),
+    }
+}
+
+#[cfg(test)]
+mod base_url_tests {
+    use super::validate_base_url;
+
+    #[test]
+    fn base_urls_are_absolute_http_without_a_query() {
+        for good in ["https://api.anthropic.com", "http://127.0.0.1:8080/v1/", "https://gw.example/openai/v1"] {
+            assert!(validate_base_url(good).is_ok(), "{good}");
+        }
+        for bad in ["", "api.anthropic.com", "ftp://x", "https://", "https://x/v1?k=1", "https://x/#f", "http://a b"] {
+            assert!(validate_base_url(bad).is_err(), "{bad}");
+        }
+    }
+}
