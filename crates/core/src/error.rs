@@ -192,8 +192,8 @@ pub enum Error {
         name: String,
     },
 
-    /// A provisioning store failed.
-    #[error("provisioning store: {operation} failed: {message}")]
+    /// A store failed (a provisioning store, a host's session store, a tool ledger).
+    #[error("store: {operation} failed: {message}")]
     Store {
         /// The store operation (`"get"`, `"put"`, `"compare_and_swap"` …).
         operation: &'static str,
@@ -250,6 +250,41 @@ pub enum Error {
         elapsed: Duration,
         /// Status polls made.
         polls: u32,
+    },
+
+    /// Tool calls wait for a person's answer (the permission hook deferred them) and this synchronous run has no
+    /// one to ask: the run stops once the turn's other calls are done. Answer them on a live session, or through
+    /// `managed-agents-host`, which stores them. The calls that did run are in the tool ledger, if one is set.
+    #[error("{} tool call(s) wait for approval", requests.len())]
+    ApprovalRequired {
+        /// The deferred calls.
+        requests: Vec<crate::approval::ApprovalRequest>,
+        /// The request as far as it got.
+        partial: Box<SessionResult>,
+    },
+
+    /// Another worker drives this conversation right now (its lease is valid); try again later.
+    #[error("conversation `{external_id}` is busy: another worker holds its lease")]
+    Busy {
+        /// The conversation.
+        external_id: String,
+    },
+
+    /// The conversation was terminated or deleted: it takes no more messages.
+    #[error("conversation `{external_id}` is {}", status.as_str())]
+    ConversationClosed {
+        /// The conversation.
+        external_id: String,
+        /// Its status (terminated or deleted).
+        status: crate::conversation::ConversationStatus,
+    },
+
+    /// This worker's lease on the conversation was taken over (it expired and another worker took it): what it
+    /// was about to write was not written.
+    #[error("lease on conversation `{external_id}` was lost to another worker")]
+    LeaseLost {
+        /// The conversation.
+        external_id: String,
     },
 
     /// The loop host reported an error of its own. `Display` and `Debug` show at most
@@ -325,7 +360,7 @@ impl Error {
             | Self::StreamIdleTimeout { .. }
             | Self::StreamClosed => true,
             Self::Provider { retryable, .. } | Self::Store { retryable, .. } => *retryable,
-            Self::ProvisionTimedOut { .. } => true,
+            Self::ProvisionTimedOut { .. } | Self::Busy { .. } => true,
             Self::Turn { source, .. } => source.is_retryable(),
             _ => false,
         }
@@ -350,6 +385,7 @@ impl Error {
             | Self::MaxTurnsExceeded { partial, .. }
             | Self::UnresolvedRequiresAction { partial, .. }
             | Self::TimedOut { partial, .. }
+            | Self::ApprovalRequired { partial, .. }
             | Self::Turn { partial, .. } => Some(partial),
             _ => None,
         }
@@ -445,6 +481,17 @@ impl fmt::Debug for Error {
             }
             Self::Turn { source, partial } => {
                 f.debug_struct("Turn").field("source", source).field("partial", &Summary(partial)).finish()
+            }
+            Self::ApprovalRequired { requests, partial } => {
+                // Names and ids only: a call's input may hold what the model read.
+                let calls: Vec<(&str, &str)> =
+                    requests.iter().map(|r| (r.tool_use.id.as_str(), r.tool_use.name.as_str())).collect();
+                f.debug_struct("ApprovalRequired").field("calls", &calls).field("partial", &Summary(partial)).finish()
+            }
+            Self::Busy { external_id } => f.debug_struct("Busy").field("external_id", external_id).finish(),
+            Self::LeaseLost { external_id } => f.debug_struct("LeaseLost").field("external_id", external_id).finish(),
+            Self::ConversationClosed { external_id, status } => {
+                f.debug_struct("ConversationClosed").field("external_id", external_id).field("status", status).finish()
             }
             Self::NothingToResume => f.write_str("NothingToResume"),
             Self::Closed => f.write_str("Closed"),

@@ -19,9 +19,15 @@ pub type ToolOutput = Result<String, BoxError>;
 /// [`tool_fn`] and [`tool_fn_with_info`].
 ///
 /// Delivery is **at-least-once**: after a reconnect, or when a `requires_action` is recovered from history, a
-/// call may be made again for a tool-use id that already ran. Make side effects idempotent or dedupe on
-/// [`ToolUse::id`]. [`Handler::handle_event`] is at-least-once as well; the exactly-once record of events is
-/// [`SessionResult::events`](crate::SessionResult::events).
+/// call may be made again for a tool-use id that already ran. With a tool ledger
+/// ([`SessionOptions::tool_ledger`](crate::SessionOptions::tool_ledger); always on in `managed-agents-host`) a call
+/// whose answer was recorded is answered from the record instead, so only a crash during the tool's own run runs
+/// it again. Either way, make side effects idempotent with [`ToolUse::id`] as the key: it is stable across every
+/// retry, reconnect and process. [`Handler::handle_event`] is at-least-once as well; the exactly-once record of
+/// events is [`SessionResult::events`](crate::SessionResult::events).
+///
+/// Whether a call runs at all is the permission hook's decision
+/// ([`SessionOptions::permission`](crate::SessionOptions::permission)), asked before the handler is called.
 ///
 /// Tool calls of one turn run concurrently (see `SessionOptions::tool_concurrency`); a panicking tool becomes
 /// an error result.

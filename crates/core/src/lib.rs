@@ -69,6 +69,48 @@
 //! # }
 //! ```
 //!
+//! ## Approvals and the tool ledger
+//!
+//! A [`approval::Permission`] hook decides for each tool call whether it runs: allow, deny (the model gets the
+//! reason), or defer to a person, who answers through the [`SessionHandle`]. A [`ledger::ToolLedger`] records
+//! each call's answer before it is posted, so a call that comes back (a reconnect, a recovered `requires_action`,
+//! a restart) is answered from the record instead of running again. `managed-agents-host` keeps both durable, per
+//! conversation ([`conversation::SessionStore`]).
+//!
+//! ```
+//! use managed_agents_conformance::{Script, ScriptTurn, reference::StreamingReference};
+//! use managed_agents_core::approval::{Decision, permission_fn};
+//! use managed_agents_core::ledger::MemoryLedger;
+//! use managed_agents_core::{Notification, Session, SessionOptions, tool_fn};
+//! use serde_json::json;
+//! use std::sync::Arc;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), managed_agents_core::Error> {
+//! let script = Script::new()
+//!     .turn(ScriptTurn::tool_call("call_1", "send_invoice", json!({"to": "ada@example.com"})))
+//!     .turn(ScriptTurn::text("Invoice sent."));
+//! let provider = Arc::new(StreamingReference::new(script));
+//! let handler = tool_fn(|_, input| async move { Ok(format!("sent to {}", input["to"])) });
+//! let ask_first = permission_fn(|request| async move {
+//!     if request.tool_use.name == "send_invoice" { Decision::Defer } else { Decision::Allow }
+//! });
+//! let options = SessionOptions::new().permission(ask_first).tool_ledger(MemoryLedger::new());
+//! let mut session = Session::start(provider, handler, options).await?;
+//! while let Some(notification) = session.next_notification().await {
+//!     match notification {
+//!         Notification::ApprovalRequested(request) => session.approve(request.tool_use.id).await?,
+//!         Notification::Finished(result) => {
+//!             assert_eq!(result.text, "Invoice sent.");
+//!             break;
+//!         }
+//!         other => println!("{other:?}"),
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Delivery guarantees
 //!
 //! [`SessionResult::events`] holds every event of a request exactly once, in both modes: an event whose id the
@@ -101,12 +143,15 @@
 //! `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.usage.*`, `error.type`). Tool arguments and results are
 //! recorded only with [`SessionOptions::record_content`].
 
+pub mod approval;
 pub mod artifacts;
 mod backoff;
+pub mod conversation;
 mod error;
 mod event;
 mod handler;
 mod info;
+pub mod ledger;
 mod outcome;
 pub mod provider;
 pub mod provision;
@@ -137,7 +182,7 @@ pub use session::{
     GuardContext, GuardDecision, Notification, ReconnectPolicy, Session, SessionHandle, SessionOptions, TurnGuard,
 };
 pub use spec::{AgentHandle, AgentSpec, EnvironmentHandle, EnvironmentSpec, Networking, Runtime};
-pub use tool::{ToolResult, ToolSchema, ToolUse};
+pub use tool::{ToolKind, ToolResult, ToolSchema, ToolUse};
 pub use usage::Usage;
 #[cfg(feature = "http")]
 pub mod http;

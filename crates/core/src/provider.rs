@@ -263,6 +263,14 @@ pub trait RequestResponseConnection: Connection {
     /// Sends `input` and returns every event of the turn it caused. Events may also be reported through `live`
     /// as they arrive.
     async fn poll_turn(&mut self, input: TurnInput, live: LiveEvents) -> Result<Vec<Event>, Error>;
+
+    /// Called once when [`Connection::resumed`] is true, before anything is sent: the tool calls the reopened
+    /// conversation still waits on (a client-held transcript whose last assistant message has calls without
+    /// results, say). The session runs them (answering from the tool ledger what was recorded) before it
+    /// delivers the prompt. Default: nothing pending.
+    async fn reattach(&mut self) -> Result<Reconnected, Error> {
+        Ok(Reconnected::default())
+    }
 }
 
 /// An open connection, of either mode.

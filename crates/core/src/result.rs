@@ -120,6 +120,27 @@ pub struct SessionResult {
     pub transcript: Option<Vec<Value>>,
 }
 
+impl SessionResult {
+    /// A result with nothing gathered yet: no turns, events, text or usage (for code that reports a request
+    /// stopped before it started, such as a host whose request waits for approvals).
+    pub fn empty(terminal: Terminal, terminal_reason: TerminalReason, session_id: Option<String>) -> Self {
+        Self {
+            terminal,
+            terminal_reason,
+            stop_reason: None,
+            session_id,
+            text: String::new(),
+            custom_tool_uses: Vec::new(),
+            server_tool_uses: Vec::new(),
+            usage: Usage::default(),
+            turns: 0,
+            reconnects: 0,
+            events: Vec::new(),
+            transcript: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 /// A tool call made by the model.
 ///
 /// Used both for custom tools (run locally through a [`Handler`](crate::Handler)) and for server-side tools, which
-/// are only observed.
+/// are only observed — except when the loop host asks the client to confirm one first ([`ToolKind::Confirmation`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolUse {
@@ -18,6 +18,31 @@ pub struct ToolUse {
     /// The tool's input (a JSON object; `{}` when the wire had none).
     #[serde(default = "empty_object")]
     pub input: Value,
+    /// What answering this call means: running a custom tool, or confirming a host-side one.
+    #[serde(default, skip_serializing_if = "ToolKind::is_custom")]
+    pub kind: ToolKind,
+}
+
+/// What the client owes the loop host for a [`ToolUse`] it waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolKind {
+    /// A custom tool: the [`Handler`](crate::Handler) runs it on this machine and its [`ToolResult`] is posted.
+    #[default]
+    Custom,
+    /// A tool the loop host runs itself (a built-in or MCP tool) once the client confirms it, as Claude's
+    /// `always_ask` permission policy asks. The session answers with a confirmation: an ok [`ToolResult`] allows
+    /// the call ([`ToolResult::allow`]), an error result denies it with its text as the reason
+    /// ([`ToolResult::deny`]).
+    Confirmation,
+}
+
+impl ToolKind {
+    /// Whether this is [`ToolKind::Custom`].
+    pub fn is_custom(&self) -> bool {
+        *self == Self::Custom
+    }
 }
 
 fn empty_object() -> Value {
@@ -27,7 +52,12 @@ fn empty_object() -> Value {
 impl ToolUse {
     /// Builds a tool use; a non-object `input` is kept as given.
     pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
-        Self { id: id.into(), name: name.into(), input }
+        Self { id: id.into(), name: name.into(), input, kind: ToolKind::Custom }
+    }
+
+    /// A host-side tool call waiting for the client's confirmation ([`ToolKind::Confirmation`]).
+    pub fn confirmation(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self { kind: ToolKind::Confirmation, ..Self::new(id, name, input) }
     }
 }
 
@@ -54,6 +84,16 @@ impl ToolResult {
     /// A failed result.
     pub fn error(tool_use_id: impl Into<String>, text: impl Into<String>) -> Self {
         Self { tool_use_id: tool_use_id.into(), text: text.into(), is_error: true }
+    }
+
+    /// The answer allowing a [`ToolKind::Confirmation`] call.
+    pub fn allow(tool_use_id: impl Into<String>) -> Self {
+        Self::ok(tool_use_id, "")
+    }
+
+    /// The answer denying a [`ToolKind::Confirmation`] call; `message` (may be empty) tells the model why.
+    pub fn deny(tool_use_id: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::error(tool_use_id, message)
     }
 }
 

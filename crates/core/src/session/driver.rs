@@ -11,9 +11,10 @@ use tokio::time::Instant;
 
 use super::machine::{Command, Machine, MachineConfig, Phase, Signal};
 use super::options::SessionOptions;
-use super::tools::{ToolBatch, ToolSettings};
+use super::tools::{ApprovalDesk, BatchOutcome, ToolBatch, ToolServices, ToolSettings};
 use super::unwind::{CatchUnwind, panic_message};
 use crate::ReconnectPolicy;
+use crate::approval::{ApprovalRequest, Decision};
 use crate::{
     Error, Event, Handler, LiveEvents, OpenConnection, Provider, SessionInfo, SessionResult, StreamItem,
     StreamingConnection, TerminalReason, TurnInput,
@@ -28,6 +29,10 @@ pub enum Notification {
     /// A request failed; the error carries what was gathered (see [`Error::partial_result`]). The session stays
     /// up and takes further messages.
     Failed(Error),
+    /// The permission hook deferred a tool call to a person: answer it with
+    /// [`SessionHandle::approve`](crate::SessionHandle::approve) or [`SessionHandle::deny`](crate::SessionHandle::deny).
+    /// The call (and so its turn) waits until then.
+    ApprovalRequested(ApprovalRequest),
     /// The stream dropped; the session reconnects after `delay`.
     Reconnecting {
         /// Attempts in a row, this one included.
@@ -42,6 +47,12 @@ impl std::fmt::Debug for Notification {
         match self {
             Self::Finished(result) => f.debug_tuple("Finished").field(&crate::error::Summary(result)).finish(),
             Self::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
+            Self::ApprovalRequested(request) => f
+                .debug_struct("ApprovalRequested")
+                .field("tool_use_id", &request.tool_use.id)
+                .field("tool", &request.tool_use.name)
+                .field("kind", &request.tool_use.kind)
+                .finish_non_exhaustive(),
             Self::Reconnecting { attempt, delay } => {
                 f.debug_struct("Reconnecting").field("attempt", attempt).field("delay", delay).finish()
             }
@@ -54,6 +65,7 @@ pub(crate) enum HandleCommand {
     Message(String),
     SendEvent(Event, oneshot::Sender<Result<(), Error>>),
     Interrupt(oneshot::Sender<Result<(), Error>>),
+    Decide(String, Decision, oneshot::Sender<Result<(), Error>>),
 }
 
 /// The channels between a live session and its handle.
@@ -92,6 +104,7 @@ pub(crate) struct Driver<'p, P: Provider + ?Sized> {
     connection: OpenConnection,
     machine: Machine,
     handler: Arc<dyn Handler>,
+    tool_services: ToolServices,
     info: SessionInfo,
     tool_settings: ToolSettings,
     reconnect: ReconnectPolicy,
@@ -121,11 +134,18 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             tracing::Span::current().record("gen_ai.conversation.id", id.as_str());
         }
         let info = SessionInfo::new(provider.name(), session_id, options.open.metadata.clone());
+        let tool_services = ToolServices {
+            handler: Arc::clone(&handler),
+            permission: Arc::clone(&options.permission),
+            ledger: options.ledger.clone(),
+            desk: live.as_ref().map(|link| ApprovalDesk::new(link.notifications.clone())),
+        };
         Self {
             provider,
             connection,
             machine,
             handler,
+            tool_services,
             info,
             tool_settings: ToolSettings {
                 concurrency: options.tool_concurrency,
@@ -191,7 +211,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 Err(panic) => Step::Feed(Signal::TurnFailed(provider_panicked(self.provider, "normalize", &*panic))),
             },
             Command::RunTools(uses) => {
-                let batch = ToolBatch::spawn(uses, &self.handler, &self.info, self.tool_settings);
+                let batch = ToolBatch::spawn(uses, &self.tool_services, &self.info, self.tool_settings);
                 self.expect(Awaiting::Tools(batch))
             }
             Command::RecoverPendingToolUses(events) => {
@@ -329,6 +349,9 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                     Some(HandleCommand::Interrupt(reply)) => {
                         let _ = reply.send(Err(unsupported(*provider, "interrupt")));
                     }
+                    Some(HandleCommand::Decide(tool_use_id, _, reply)) => {
+                        let _ = reply.send(Err(no_deferred_call(tool_use_id)));
+                    }
                     None => return Wake::Command(None),
                 },
                 () = until(*deadline) => return Wake::Deadline,
@@ -338,7 +361,11 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
 
     async fn wait_for_tools(&mut self, mut batch: ToolBatch) -> Wake {
         tokio::select! {
-            results = batch.finished() => Wake::Signal(Signal::ToolsFinished(results)),
+            outcome = batch.finished() => Wake::Signal(match outcome {
+                Ok(BatchOutcome::Answered(results)) => Signal::ToolsFinished(results),
+                Ok(BatchOutcome::Deferred(requests)) => Signal::ToolsDeferred(requests),
+                Err(error) => Signal::TurnFailed(error),
+            }),
             command = next_command(&mut self.live) => {
                 // The batch keeps running; the command is handled and the wait resumes.
                 self.awaiting = Awaiting::Tools(batch);
@@ -362,8 +389,8 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             tokio::time::sleep(delay).await;
             match connection {
                 OpenConnection::Streaming(connection) => CatchUnwind::new(connection.reconnect(seen)).await,
-                // A request/response connection has no stream: reattaching recovers nothing.
-                OpenConnection::RequestResponse(_) => Ok(Ok(crate::Reconnected::default())),
+                // A request/response connection has no stream: reattaching recovers only what it still waits on.
+                OpenConnection::RequestResponse(connection) => CatchUnwind::new(connection.reattach()).await,
             }
         });
         let outcome = loop {
@@ -372,6 +399,10 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 command = next_command(live) => match command {
                     Some(HandleCommand::Message(text)) => held_messages.push(text),
                     Some(HandleCommand::SendEvent(_, reply) | HandleCommand::Interrupt(reply)) => {
+                        let _ = reply.send(Err(Error::transport("the session is reconnecting", "stream down")));
+                    }
+                    Some(HandleCommand::Decide(_, _, reply)) => {
+                        // The call may be asked about again once the stream is back: try again then.
                         let _ = reply.send(Err(Error::transport("the session is reconnecting", "stream down")));
                     }
                     None => return Wake::Command(None),
@@ -420,6 +451,11 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 let _ = reply.send(self.push_raw(TurnInput::Event(event), "send_event").await);
                 Step::Continue
             }
+            Some(HandleCommand::Decide(tool_use_id, decision, reply)) => {
+                let answered = self.tool_services.desk.as_ref().is_some_and(|desk| desk.answer(&tool_use_id, decision));
+                let _ = reply.send(if answered { Ok(()) } else { Err(no_deferred_call(tool_use_id)) });
+                Step::Continue
+            }
             Some(HandleCommand::Interrupt(reply)) => {
                 let outcome = if self.provider.capabilities().interrupt {
                     self.push_raw(TurnInput::Interrupt, "interrupt").await
@@ -452,6 +488,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         if let Error::Halted { partial, .. }
         | Error::MaxTurnsExceeded { partial, .. }
         | Error::UnresolvedRequiresAction { partial, .. }
+        | Error::ApprovalRequired { partial, .. }
         | Error::TimedOut { partial, .. }
         | Error::Turn { partial, .. } = &mut error
         {
@@ -507,6 +544,10 @@ pub(crate) fn provider_panicked<P: Provider + ?Sized>(
     }
 }
 
+fn no_deferred_call(tool_use_id: String) -> Error {
+    Error::NotFound { resource: "deferred tool call", name: tool_use_id }
+}
+
 fn unsupported<P: Provider + ?Sized>(provider: &P, operation: &'static str) -> Error {
     Error::Unsupported { operation, provider: provider.name().to_string() }
 }
@@ -530,6 +571,7 @@ fn error_kind(error: &Error) -> &'static str {
         Error::Halted { .. } => "halted",
         Error::MaxTurnsExceeded { .. } => "max_turns_exceeded",
         Error::UnresolvedRequiresAction { .. } => "unresolved_requires_action",
+        Error::ApprovalRequired { .. } => "approval_required",
         Error::TimedOut { .. } => "timeout",
         Error::Http { .. } => "http_error",
         Error::Connect { .. } | Error::Transport { .. } => "transport_error",

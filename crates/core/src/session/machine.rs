@@ -10,6 +10,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde_json::Value;
 
 use super::options::{GuardContext, GuardDecision, SessionOptions, TurnGuard};
+use crate::approval::ApprovalRequest;
 use crate::{
     DEFAULT_KICKOFF_PROMPT, Error, Event, Mode, Outcome, SeenIds, SessionResult, Terminal, TerminalReason, ToolResult,
     ToolUse, TurnInput, TurnResult, Usage,
@@ -51,6 +52,8 @@ pub struct MachineConfig {
     pub max_reconnect_attempts: Option<u32>,
     /// How many event ids and answered tool-call ids are remembered (see [`SessionOptions::seen_window`]).
     pub seen_window: usize,
+    /// Tool calls the caller knows a resumed session waits on (see [`SessionOptions::resume_tool_uses`]).
+    pub resume_tool_uses: Vec<ToolUse>,
 }
 
 impl MachineConfig {
@@ -69,6 +72,7 @@ impl MachineConfig {
             turn_guard: options.turn_guard.clone(),
             max_reconnect_attempts: options.reconnect.max_attempts,
             seen_window: options.seen_window,
+            resume_tool_uses: options.resume_tool_uses.clone(),
         }
     }
 }
@@ -94,6 +98,9 @@ pub enum Signal {
     Normalized(TurnResult),
     /// The tools asked for by [`Command::RunTools`] finished, results in call order.
     ToolsFinished(Vec<ToolResult>),
+    /// Some of the tools asked for by [`Command::RunTools`] were deferred to a person and there is no one to ask
+    /// (a synchronous run); the others finished (and are in the ledger, if one is set).
+    ToolsDeferred(Vec<ApprovalRequest>),
     /// The provider's answer to [`Command::RecoverPendingToolUses`].
     Recovered(Vec<ToolUse>),
     /// Driving an input failed (a push or a poll).
@@ -294,6 +301,7 @@ impl Machine {
                 }
             }
             Signal::ToolsFinished(results) => self.tools_finished(results, &mut out),
+            Signal::ToolsDeferred(requests) => self.tools_deferred(requests, &mut out),
             Signal::Recovered(uses) => self.recovered(uses, &mut out),
             Signal::DriveFailed(error) => self.drive_failed(error, &mut out),
             Signal::TurnFailed(error) => {
@@ -488,6 +496,17 @@ impl Machine {
         self.drive(TurnInput::ToolResults { tool_uses, results }, out);
     }
 
+    fn tools_deferred(&mut self, requests: Vec<ApprovalRequest>, out: &mut Vec<Command>) {
+        if self.phase != Phase::RunningTools {
+            return;
+        }
+        // Nothing is posted: the host keeps waiting on every call of the batch, and whoever resumes the session
+        // answers them (the ones that ran, from the ledger).
+        self.batch.clear();
+        let partial = Box::new(self.result(Terminal::RequiresAction, TerminalReason::Error));
+        self.fail(Error::ApprovalRequired { requests, partial }, out);
+    }
+
     fn remember_tool_uses(&mut self, uses: &[ToolUse]) {
         for tool_use in uses {
             if !self.request.custom_tool_uses.iter().any(|u| u.id == tool_use.id) {
@@ -628,6 +647,11 @@ impl Machine {
             self.request.reconnects = self.request.reconnects.saturating_add(1);
         }
         self.reconnect_cause = None;
+        let mut pending = pending;
+        if self.config.resumed && !self.config.resume_tool_uses.is_empty() {
+            // The first attach of a resumed session: the calls the caller knows about join the recovered ones.
+            pending.extend(std::mem::take(&mut self.config.resume_tool_uses));
+        }
         let pending = self.unanswered(pending);
         if in_flight {
             // Missed events continue the buffered turn and may end it; a completed turn is handled as usual

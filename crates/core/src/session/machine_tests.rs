@@ -21,6 +21,7 @@ fn config(mode: Mode, live: bool) -> MachineConfig {
         turn_guard: None,
         max_reconnect_attempts: None,
         seen_window: 1024,
+        resume_tool_uses: Vec::new(),
     }
 }
 
@@ -643,4 +644,40 @@ fn a_long_live_session_remembers_a_bounded_window() {
     }
     assert_eq!(machine.seen().len(), window);
     assert_eq!(machine.queued_messages(), 0);
+}
+
+#[test]
+fn calls_the_caller_knows_join_the_first_attach_of_a_resumed_session_once() {
+    for mode in [Mode::Streaming, Mode::RequestResponse] {
+        let config = MachineConfig {
+            resumed: true,
+            prompt: None,
+            resume_tool_uses: vec![tool("known"), tool("both")],
+            ..config(mode, false)
+        };
+        let mut machine = Machine::new(config);
+        assert!(matches!(machine.handle(Signal::Started).as_slice(), [Command::Reconnect { attempt: 0 }]));
+        let pending = vec![tool("both"), tool("recovered")];
+        let commands = machine.handle(Signal::Reconnected { pending, history: vec![], seen_ids: vec![] });
+        let [Command::RunTools(uses)] = commands.as_slice() else { panic!("{commands:?}") };
+        let ids: Vec<&str> = uses.iter().map(|u| u.id.as_str()).collect();
+        assert_eq!(ids, ["both", "recovered", "known"], "{mode:?}: each id once, recovered order first");
+    }
+}
+
+#[test]
+fn deferred_tools_end_a_synchronous_request_with_approval_required_and_post_nothing() {
+    let mut machine = Machine::new(config(Mode::RequestResponse, false));
+    machine.handle(Signal::Started);
+    poll(&mut machine, turn(Terminal::RequiresAction, &["a", "b"]));
+    let request = crate::approval::ApprovalRequest::new(tool("b"), &crate::SessionInfo::default());
+    let commands = machine.handle(Signal::ToolsDeferred(vec![request]));
+    let [Command::Fail(Error::ApprovalRequired { requests, partial })] = commands.as_slice() else {
+        panic!("{commands:?}")
+    };
+    assert_eq!(requests[0].tool_use.id, "b");
+    assert_eq!(partial.terminal, Terminal::RequiresAction);
+    assert_eq!(partial.custom_tool_uses.len(), 2, "the partial result names the calls of the turn");
+    assert_eq!(machine.phase(), Phase::Done);
+    assert!(machine.handle(Signal::ToolsFinished(vec![])).is_empty(), "a late batch changes nothing");
 }

@@ -24,7 +24,8 @@ pub use options::{
 use driver::{Driver, HandleCommand, LiveLink, provider_panicked};
 use unwind::CatchUnwind;
 
-use crate::{Error, Event, Handler, Provider, SessionResult, Terminal, TerminalReason, Usage};
+use crate::approval::Decision;
+use crate::{Error, Event, Handler, Provider, SessionResult, Terminal, TerminalReason};
 
 /// Entry points of the session loop.
 ///
@@ -125,6 +126,7 @@ impl std::fmt::Debug for HandleCommand {
             Self::Message(_) => "Message",
             Self::SendEvent(..) => "SendEvent",
             Self::Interrupt(_) => "Interrupt",
+            Self::Decide(..) => "Decide",
         })
     }
 }
@@ -157,18 +159,45 @@ impl SessionHandle {
         answer.await.map_err(|_| Error::Closed)?
     }
 
+    /// Allows the deferred tool call `tool_use_id` (announced by [`Notification::ApprovalRequested`]): a custom
+    /// tool runs, a host-side call is confirmed. [`Error::NotFound`] when no call waits under that id.
+    pub async fn approve(&self, tool_use_id: impl Into<String>) -> Result<(), Error> {
+        self.decide(tool_use_id.into(), Decision::Allow).await
+    }
+
+    /// Denies the deferred call `tool_use_id`; the model is told so, with `message` when given.
+    /// [`Error::NotFound`] when no call waits under that id.
+    pub async fn deny(&self, tool_use_id: impl Into<String>, message: Option<String>) -> Result<(), Error> {
+        self.decide(tool_use_id.into(), Decision::Deny { message }).await
+    }
+
+    async fn decide(&self, tool_use_id: String, decision: Decision) -> Result<(), Error> {
+        let (reply, answer) = oneshot::channel();
+        self.commands.send(HandleCommand::Decide(tool_use_id, decision, reply)).map_err(|_| Error::Closed)?;
+        answer.await.map_err(|_| Error::Closed)?
+    }
+
     /// The next notification; `None` once the session has ended.
     pub async fn next_notification(&mut self) -> Option<Notification> {
         self.notifications.recv().await
     }
 
-    /// Waits for the next request to finish, skipping reconnect notices: `Ok` with its result, or its error.
+    /// Waits for the next request to finish, skipping reconnect notices: `Ok` with its result, or its error. A
+    /// call deferred to a person ([`Notification::ApprovalRequested`]) is answered as
+    /// [`Error::ApprovalRequired`] naming it (with an empty partial result): the session is still up and the call
+    /// still waits — answer it with [`SessionHandle::approve`] or [`SessionHandle::deny`], then wait again. (Read
+    /// [`SessionHandle::next_notification`] to see every notification as it comes.)
     pub async fn next_result(&mut self) -> Result<SessionResult, Error> {
         loop {
             match self.next_notification().await {
                 Some(Notification::Finished(result)) => return Ok(result),
                 Some(Notification::Failed(error)) => return Err(error),
                 Some(Notification::Reconnecting { .. }) => continue,
+                Some(Notification::ApprovalRequested(request)) => {
+                    let partial = SessionResult::empty(Terminal::RequiresAction, TerminalReason::Error, None);
+                    let partial = Box::new(SessionResult { session_id: request.session_id.clone(), ..partial });
+                    return Err(Error::ApprovalRequired { requests: vec![request], partial });
+                }
                 None => return Err(Error::Closed),
             }
         }
@@ -207,18 +236,5 @@ fn invoke_agent_span(provider: &str) -> tracing::Span {
 }
 
 fn empty_result(reason: TerminalReason) -> SessionResult {
-    SessionResult {
-        terminal: Terminal::Terminated,
-        terminal_reason: reason,
-        stop_reason: None,
-        session_id: None,
-        text: String::new(),
-        custom_tool_uses: Vec::new(),
-        server_tool_uses: Vec::new(),
-        usage: Usage::default(),
-        turns: 0,
-        events: Vec::new(),
-        reconnects: 0,
-        transcript: None,
-    }
+    SessionResult::empty(Terminal::Terminated, reason, None)
 }

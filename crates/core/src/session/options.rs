@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::ReconnectPolicy;
+use crate::approval::{DefaultPermission, Permission};
+use crate::ledger::ToolLedger;
 use crate::{AgentHandle, Capabilities, EnvironmentHandle, Error, OpenRequest, Outcome, Usage};
 
 /// The default timeout of a synchronous run.
@@ -60,6 +62,9 @@ pub struct SessionOptions {
     pub(crate) reconnect_runs: bool,
     pub(crate) seen_window: usize,
     pub(crate) record_content: bool,
+    pub(crate) permission: Arc<dyn Permission>,
+    pub(crate) ledger: Option<Arc<dyn ToolLedger>>,
+    pub(crate) resume_tool_uses: Vec<crate::ToolUse>,
     pub(crate) agent: Option<AgentHandle>,
     pub(crate) environment: Option<EnvironmentHandle>,
     pub(crate) open: OpenRequest,
@@ -87,6 +92,7 @@ impl fmt::Debug for SessionOptions {
             .field("reconnect_runs", &self.reconnect_runs)
             .field("seen_window", &self.seen_window)
             .field("record_content", &self.record_content)
+            .field("tool_ledger", &self.ledger.is_some())
             .field("agent_id", &self.open.agent_id)
             .field("environment_id", &self.open.environment_id)
             .field("session_id", &self.open.session_id)
@@ -111,6 +117,9 @@ impl SessionOptions {
             reconnect_runs: true,
             seen_window: DEFAULT_SEEN_WINDOW,
             record_content: false,
+            permission: Arc::new(DefaultPermission),
+            ledger: None,
+            resume_tool_uses: Vec::new(),
             agent: None,
             environment: None,
             open: OpenRequest::default(),
@@ -205,6 +214,30 @@ impl SessionOptions {
     /// Records tool arguments and results in the `execute_tool` spans (off by default: content may be private).
     pub fn record_content(mut self, record: bool) -> Self {
         self.record_content = record;
+        self
+    }
+
+    /// The permission hook asked before each tool call runs (custom tools) or is confirmed (host-side tools
+    /// that ask first). Default: [`DefaultPermission`] — custom tools run, confirmations wait for a person. See
+    /// [`approval`](crate::approval).
+    pub fn permission(mut self, permission: impl Permission) -> Self {
+        self.permission = Arc::new(permission);
+        self
+    }
+
+    /// Records each tool call's answer before it is posted, and answers a call that comes back from the record
+    /// instead of running it again (default: no ledger). See [`ledger`](crate::ledger).
+    pub fn tool_ledger(mut self, ledger: impl ToolLedger) -> Self {
+        self.ledger = Some(Arc::new(ledger));
+        self
+    }
+
+    /// Tool calls a resumed session still waits on, as the caller knows them (a host that stored them when a run
+    /// stopped for approval, say). When the session reattaches ([`SessionOptions::session_id`] or
+    /// [`SessionOptions::history`]), they are answered first — with whatever the provider recovers itself, each id
+    /// once — and the prompt follows. Ignored by a session that does not resume.
+    pub fn resume_tool_uses(mut self, tool_uses: Vec<crate::ToolUse>) -> Self {
+        self.resume_tool_uses = tool_uses;
         self
     }
 

@@ -1,0 +1,478 @@
+//! Where a host keeps its conversations: records keyed by an external id, leases that let one worker drive a
+//! conversation at a time, the tool ledger, and tool approvals waiting for a person.
+//!
+//! `managed-agents-host` drives conversations over a [`SessionStore`]; [`MemorySessionStore`] keeps everything
+//! in this process, and `managed-agents-store` keeps it in SQLite (one machine, several processes) or PostgreSQL
+//! (several machines). `managed-agents-conformance` has the contract every store must pass
+//! (`session_store_contract`).
+//!
+//! ## Leases
+//!
+//! A worker takes a conversation's lease before driving it ([`SessionStore::acquire`]) and renews it while the
+//! request runs. A lease carries a **fencing token** that grows by one with every new holder: writes made under a
+//! lease ([`SessionStore::save`]) succeed only while its token is the conversation's current one, so a worker that
+//! stalled past its lease's expiry and lost it to another cannot overwrite the newer worker's record. Expiry is
+//! judged by the store's clock (PostgreSQL's own for PostgreSQL, so machines with skewed clocks agree).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::Error;
+use crate::approval::{ApprovalRequest, Decision};
+use crate::ledger::{LedgerEntry, MemoryLedger, ToolLedger};
+
+/// Where a conversation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ConversationStatus {
+    /// Ready for its next message (a live session may be attached in some process).
+    Idle,
+    /// A request is running.
+    Running,
+    /// A request waits for tool approvals ([`SessionStore::approvals`]).
+    AwaitingApproval,
+    /// Its last request failed; the next message tries again.
+    Failed,
+    /// Its live session was detached after being idle; the next message reattaches.
+    Detached,
+    /// Ended: it takes no more messages.
+    Terminated,
+    /// Deleted: it takes no more messages and its transcript is gone.
+    Deleted,
+}
+
+impl ConversationStatus {
+    /// The status as stored (`"idle"`, `"running"` …).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Running => "running",
+            Self::AwaitingApproval => "awaiting_approval",
+            Self::Failed => "failed",
+            Self::Detached => "detached",
+            Self::Terminated => "terminated",
+            Self::Deleted => "deleted",
+        }
+    }
+
+    /// The status stored as `text`.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "idle" => Self::Idle,
+            "running" => Self::Running,
+            "awaiting_approval" => Self::AwaitingApproval,
+            "failed" => Self::Failed,
+            "detached" => Self::Detached,
+            "terminated" => Self::Terminated,
+            "deleted" => Self::Deleted,
+            _ => return None,
+        })
+    }
+
+    /// Whether the conversation takes no more messages.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Self::Terminated | Self::Deleted)
+    }
+}
+
+/// One conversation, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Conversation {
+    /// The caller's key (a chat thread, an issue number …).
+    pub external_id: String,
+    /// The provider that runs it.
+    pub provider: String,
+    /// The provider-side session id, once a session was opened.
+    pub session_id: Option<String>,
+    /// Where it stands.
+    pub status: ConversationStatus,
+    /// The client-held conversation, for providers that keep none server-side (Local).
+    pub transcript: Option<Vec<Value>>,
+    /// Caller metadata, searchable with [`ConversationFilter::metadata`].
+    pub metadata: Map<String, Value>,
+    /// The last request's error, when it failed.
+    pub last_error: Option<String>,
+    /// How many requests it has run.
+    pub requests: u64,
+    /// When it was created, in milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+    /// When it was last saved, in milliseconds since the Unix epoch.
+    pub updated_at_ms: i64,
+}
+
+impl Conversation {
+    /// A new idle conversation for `external_id` on `provider`.
+    pub fn new(external_id: impl Into<String>, provider: impl Into<String>) -> Self {
+        let now = now_ms();
+        Self {
+            external_id: external_id.into(),
+            provider: provider.into(),
+            session_id: None,
+            status: ConversationStatus::Idle,
+            transcript: None,
+            metadata: Map::new(),
+            last_error: None,
+            requests: 0,
+            created_at_ms: now,
+            updated_at_ms: now,
+        }
+    }
+}
+
+/// Which conversations [`SessionStore::list`] returns. Every condition set must hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ConversationFilter {
+    /// Only conversations with one of these statuses (empty: any).
+    pub statuses: Vec<ConversationStatus>,
+    /// Only conversations whose metadata has each of these keys with exactly this value.
+    pub metadata: Map<String, Value>,
+    /// Only conversations of this provider.
+    pub provider: Option<String>,
+    /// At most this many, oldest first (`None`: all).
+    pub limit: Option<usize>,
+}
+
+impl ConversationFilter {
+    /// Every conversation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only conversations with this status (may be called again to allow several).
+    pub fn status(mut self, status: ConversationStatus) -> Self {
+        self.statuses.push(status);
+        self
+    }
+
+    /// Only conversations whose metadata has `key` set to `value`.
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Only conversations of `provider`.
+    pub fn provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+
+    /// At most `limit` conversations.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Whether `conversation` passes the filter (for stores that filter in memory).
+    pub fn matches(&self, conversation: &Conversation) -> bool {
+        (self.statuses.is_empty() || self.statuses.contains(&conversation.status))
+            && self.provider.as_ref().is_none_or(|provider| *provider == conversation.provider)
+            && self.metadata.iter().all(|(key, value)| conversation.metadata.get(key) == Some(value))
+    }
+}
+
+/// The right to drive one conversation, until it expires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Lease {
+    /// The conversation.
+    pub external_id: String,
+    /// Who holds it (a worker's name; unique per worker).
+    pub holder: String,
+    /// The fencing token: larger than every token handed out before for this conversation.
+    pub token: i64,
+    /// When it expires unless renewed, in milliseconds since the Unix epoch, by the store's clock.
+    pub expires_at_ms: i64,
+}
+
+impl Lease {
+    /// A lease as a store hands it out.
+    pub fn new(external_id: impl Into<String>, holder: impl Into<String>, token: i64, expires_at_ms: i64) -> Self {
+        Self { external_id: external_id.into(), holder: holder.into(), token, expires_at_ms }
+    }
+}
+
+/// A tool approval a conversation waits on, with the answer once given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StoredApproval {
+    /// The conversation.
+    pub external_id: String,
+    /// What was asked.
+    pub request: ApprovalRequest,
+    /// The answer (allow or deny), once given.
+    pub decision: Option<Decision>,
+    /// When it was asked, in milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+}
+
+impl StoredApproval {
+    /// A stored approval as a store reads it back.
+    pub fn new(
+        external_id: impl Into<String>,
+        request: ApprovalRequest,
+        decision: Option<Decision>,
+        created_at_ms: i64,
+    ) -> Self {
+        Self { external_id: external_id.into(), request, decision, created_at_ms }
+    }
+}
+
+/// A host's durable state. Every store is also the [`ToolLedger`] of the sessions it hosts.
+///
+/// Implementations must be safe to share between tasks; durable ones between processes (and, for stores meant for
+/// several machines, between machines).
+#[async_trait]
+pub trait SessionStore: ToolLedger {
+    /// The conversation stored for `external_id`.
+    async fn load(&self, external_id: &str) -> Result<Option<Conversation>, Error>;
+
+    /// Creates or replaces the conversation's record, if `lease` (for this conversation) is still its current
+    /// lease: otherwise nothing changes and the answer is [`Error::LeaseLost`]. `created_at_ms` is kept from
+    /// the stored record when there is one; `updated_at_ms` is set by the store.
+    async fn save(&self, conversation: &Conversation, lease: &Lease) -> Result<(), Error>;
+
+    /// The conversations passing `filter`, oldest first.
+    async fn list(&self, filter: &ConversationFilter) -> Result<Vec<Conversation>, Error>;
+
+    /// Removes everything stored for `external_id`: record, lease, approvals (not ledger entries, which are
+    /// keyed by session). Returns whether a record was there.
+    async fn purge(&self, external_id: &str) -> Result<bool, Error>;
+
+    /// Takes the conversation's lease for `holder` for `ttl`: when no one holds it, when its holder let it
+    /// expire, or when `holder` itself holds it. Every successful call hands out a new, larger token. `None`
+    /// when another holder's lease is still valid.
+    async fn acquire(&self, external_id: &str, holder: &str, ttl: Duration) -> Result<Option<Lease>, Error>;
+
+    /// Extends `lease` by `ttl` from now, if it is still the conversation's current lease (same token), expired
+    /// or not; otherwise [`Error::LeaseLost`].
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, Error>;
+
+    /// Gives `lease` up (nothing happens when it is no longer current).
+    async fn release(&self, lease: &Lease) -> Result<(), Error>;
+
+    /// Stores a deferred approval for the conversation (a second call for the same tool use keeps the first,
+    /// with its decision).
+    async fn put_approval(&self, external_id: &str, request: &ApprovalRequest) -> Result<(), Error>;
+
+    /// Records the answer to a stored approval. `false` when there is no such approval. A final decision is
+    /// never replaced: answering again returns `true` and keeps the first answer.
+    async fn decide(&self, external_id: &str, tool_use_id: &str, decision: &Decision) -> Result<bool, Error>;
+
+    /// The conversation's stored approvals, oldest first.
+    async fn approvals(&self, external_id: &str) -> Result<Vec<StoredApproval>, Error>;
+
+    /// Removes one stored approval (once its answer was posted).
+    async fn remove_approval(&self, external_id: &str, tool_use_id: &str) -> Result<(), Error>;
+}
+
+#[async_trait]
+impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
+    async fn load(&self, external_id: &str) -> Result<Option<Conversation>, Error> {
+        (**self).load(external_id).await
+    }
+    async fn save(&self, conversation: &Conversation, lease: &Lease) -> Result<(), Error> {
+        (**self).save(conversation, lease).await
+    }
+    async fn list(&self, filter: &ConversationFilter) -> Result<Vec<Conversation>, Error> {
+        (**self).list(filter).await
+    }
+    async fn purge(&self, external_id: &str) -> Result<bool, Error> {
+        (**self).purge(external_id).await
+    }
+    async fn acquire(&self, external_id: &str, holder: &str, ttl: Duration) -> Result<Option<Lease>, Error> {
+        (**self).acquire(external_id, holder, ttl).await
+    }
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, Error> {
+        (**self).renew(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<(), Error> {
+        (**self).release(lease).await
+    }
+    async fn put_approval(&self, external_id: &str, request: &ApprovalRequest) -> Result<(), Error> {
+        (**self).put_approval(external_id, request).await
+    }
+    async fn decide(&self, external_id: &str, tool_use_id: &str, decision: &Decision) -> Result<bool, Error> {
+        (**self).decide(external_id, tool_use_id, decision).await
+    }
+    async fn approvals(&self, external_id: &str) -> Result<Vec<StoredApproval>, Error> {
+        (**self).approvals(external_id).await
+    }
+    async fn remove_approval(&self, external_id: &str, tool_use_id: &str) -> Result<(), Error> {
+        (**self).remove_approval(external_id, tool_use_id).await
+    }
+}
+
+/// Milliseconds since the Unix epoch by this process's clock (saturating).
+pub fn now_ms() -> i64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A duration in whole milliseconds (saturating), for lease arithmetic.
+pub fn duration_ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A [`SessionStore`] in this process's memory, shared by its clones: for tests, and for hosts that need no
+/// durability. Its ledger is a [`MemoryLedger`]: it keeps the most recent
+/// [`DEFAULT_MEMORY_LEDGER_CAPACITY`](crate::ledger::DEFAULT_MEMORY_LEDGER_CAPACITY) answers, so an answer older
+/// than that is no longer found (the SQL stores keep every answer).
+#[derive(Debug, Clone, Default)]
+pub struct MemorySessionStore {
+    inner: Arc<Mutex<MemoryState>>,
+    ledger: MemoryLedger,
+}
+
+#[derive(Debug, Default)]
+struct MemoryState {
+    conversations: BTreeMap<String, Conversation>,
+    leases: HashMap<String, Lease>,
+    /// The last token handed out per conversation (kept after release, so tokens only grow).
+    tokens: HashMap<String, i64>,
+    approvals: BTreeMap<String, Vec<StoredApproval>>,
+}
+
+impl MemorySessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, MemoryState> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn lease_lost(external_id: &str) -> Error {
+    Error::LeaseLost { external_id: external_id.to_string() }
+}
+
+#[async_trait]
+impl ToolLedger for MemorySessionStore {
+    async fn recorded(&self, session_id: &str, tool_use_id: &str) -> Result<Option<LedgerEntry>, Error> {
+        self.ledger.recorded(session_id, tool_use_id).await
+    }
+
+    async fn record(&self, session_id: &str, tool_use_id: &str, entry: &LedgerEntry) -> Result<LedgerEntry, Error> {
+        self.ledger.record(session_id, tool_use_id, entry).await
+    }
+}
+
+#[async_trait]
+impl SessionStore for MemorySessionStore {
+    async fn load(&self, external_id: &str) -> Result<Option<Conversation>, Error> {
+        Ok(self.state().conversations.get(external_id).cloned())
+    }
+
+    async fn save(&self, conversation: &Conversation, lease: &Lease) -> Result<(), Error> {
+        let mut state = self.state();
+        let current = state.leases.get(&conversation.external_id).map(|held| held.token);
+        if lease.external_id != conversation.external_id || current != Some(lease.token) {
+            return Err(lease_lost(&conversation.external_id));
+        }
+        let mut record = conversation.clone();
+        if let Some(stored) = state.conversations.get(&conversation.external_id) {
+            record.created_at_ms = stored.created_at_ms;
+        }
+        record.updated_at_ms = now_ms();
+        state.conversations.insert(record.external_id.clone(), record);
+        Ok(())
+    }
+
+    async fn list(&self, filter: &ConversationFilter) -> Result<Vec<Conversation>, Error> {
+        let mut found: Vec<Conversation> =
+            self.state().conversations.values().filter(|c| filter.matches(c)).cloned().collect();
+        found.sort_by(|a, b| (a.created_at_ms, &a.external_id).cmp(&(b.created_at_ms, &b.external_id)));
+        if let Some(limit) = filter.limit {
+            found.truncate(limit);
+        }
+        Ok(found)
+    }
+
+    async fn purge(&self, external_id: &str) -> Result<bool, Error> {
+        let mut state = self.state();
+        state.leases.remove(external_id);
+        state.approvals.remove(external_id);
+        Ok(state.conversations.remove(external_id).is_some())
+    }
+
+    async fn acquire(&self, external_id: &str, holder: &str, ttl: Duration) -> Result<Option<Lease>, Error> {
+        let mut state = self.state();
+        let now = now_ms();
+        if let Some(held) = state.leases.get(external_id)
+            && held.holder != holder
+            && held.expires_at_ms > now
+        {
+            return Ok(None);
+        }
+        let token = state.tokens.get(external_id).copied().unwrap_or(0).saturating_add(1);
+        state.tokens.insert(external_id.to_string(), token);
+        let lease = Lease::new(external_id, holder, token, now.saturating_add(duration_ms(ttl)));
+        state.leases.insert(external_id.to_string(), lease.clone());
+        Ok(Some(lease))
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, Error> {
+        let mut state = self.state();
+        match state.leases.get_mut(&lease.external_id) {
+            Some(held) if held.token == lease.token => {
+                held.expires_at_ms = now_ms().saturating_add(duration_ms(ttl));
+                Ok(held.clone())
+            }
+            _ => Err(lease_lost(&lease.external_id)),
+        }
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), Error> {
+        let mut state = self.state();
+        if state.leases.get(&lease.external_id).is_some_and(|held| held.token == lease.token) {
+            state.leases.remove(&lease.external_id);
+        }
+        Ok(())
+    }
+
+    async fn put_approval(&self, external_id: &str, request: &ApprovalRequest) -> Result<(), Error> {
+        let mut state = self.state();
+        let approvals = state.approvals.entry(external_id.to_string()).or_default();
+        if !approvals.iter().any(|stored| stored.request.tool_use.id == request.tool_use.id) {
+            approvals.push(StoredApproval::new(external_id, request.clone(), None, now_ms()));
+        }
+        Ok(())
+    }
+
+    async fn decide(&self, external_id: &str, tool_use_id: &str, decision: &Decision) -> Result<bool, Error> {
+        let mut state = self.state();
+        let stored = state
+            .approvals
+            .get_mut(external_id)
+            .and_then(|approvals| approvals.iter_mut().find(|stored| stored.request.tool_use.id == tool_use_id));
+        match stored {
+            None => Ok(false),
+            Some(stored) => {
+                if stored.decision.is_none() && decision.is_final() {
+                    stored.decision = Some(decision.clone());
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    async fn approvals(&self, external_id: &str) -> Result<Vec<StoredApproval>, Error> {
+        Ok(self.state().approvals.get(external_id).cloned().unwrap_or_default())
+    }
+
+    async fn remove_approval(&self, external_id: &str, tool_use_id: &str) -> Result<(), Error> {
+        if let Some(approvals) = self.state().approvals.get_mut(external_id) {
+            approvals.retain(|stored| stored.request.tool_use.id != tool_use_id);
+        }
+        Ok(())
+    }
+}
