@@ -24,6 +24,15 @@ pub struct BackendCapabilities {
     pub split_requires_action: bool,
     /// An existing session can be reattached by id.
     pub resume: bool,
+    /// A new session reopening a conversation (by session id, or with its client-held transcript) can answer the
+    /// tool calls an earlier session stopped on — given with `SessionOptions::resume_tool_uses`, or recovered by
+    /// the provider. (A loop host that wants the previous response echoed with the answers, such as AgentCore
+    /// with a reasoning model, cannot be answered from a new session: the echo was never stored.)
+    pub resume_pending: bool,
+    /// The backend plays host-side tool calls that ask the client for confirmation first
+    /// ([`ScriptToolCall::host`](crate::ScriptToolCall::host)) and records the answers
+    /// ([`RecordedInput::Confirmation`](crate::RecordedInput::Confirmation)).
+    pub confirmations: bool,
 }
 
 impl BackendCapabilities {
@@ -36,6 +45,8 @@ impl BackendCapabilities {
             duplicate_delivery: false,
             split_requires_action: false,
             resume: false,
+            resume_pending: false,
+            confirmations: false,
         }
     }
 
@@ -66,6 +77,18 @@ impl BackendCapabilities {
     /// With resume by session id.
     pub const fn with_resume(mut self) -> Self {
         self.resume = true;
+        self
+    }
+
+    /// With answering, from a new session, the calls an earlier session stopped on.
+    pub const fn with_resume_pending(mut self) -> Self {
+        self.resume_pending = true;
+        self
+    }
+
+    /// With host-side tool calls that ask for confirmation.
+    pub const fn with_confirmations(mut self) -> Self {
+        self.confirmations = true;
         self
     }
 }

@@ -16,6 +16,8 @@
 //!   the reason only reaches stderr.
 //! * [`store_contract`]: the checks every provisioning store must pass; [`artifacts_contract`], every session
 //!   artifact store.
+//! * [`session_store_contract`]: the checks every host session store (conversations, leases, approvals, tool
+//!   ledger) must pass.
 //! * [`reference`](mod@reference): in-memory reference providers of both modes, which pass the suite in this crate's own tests.
 //!
 //! ## Testing your own provider
@@ -55,6 +57,7 @@
 //!             .with_duplicate_delivery()
 //!             .with_split_requires_action()
 //!             .with_resume()
+//!             .with_resume_pending()
 //!     }
 //!
 //!     async fn start(&self, script: Script) -> Harness<StreamingReference> {
@@ -79,6 +82,7 @@
 //! The suite's scenarios are part of this crate's API: pin its version, and expect new scenarios in minor
 //! releases.
 
+mod approvals;
 pub mod artifacts_contract;
 mod backend;
 mod harness;
@@ -86,6 +90,7 @@ mod log;
 pub mod reference;
 pub mod scenarios;
 mod script;
+pub mod session_store_contract;
 pub mod store_contract;
 pub mod support;
 
@@ -94,7 +99,7 @@ pub use backend::{Backend, BackendCapabilities, Harness};
 pub use harness::Suite;
 pub use log::{InputLog, RecordedInput};
 pub use scenarios::{ScenarioInfo, Verdict};
-pub use script::{Fault, Script, ScriptStop, ScriptToolCall, ScriptTurn, ScriptUsage};
+pub use script::{Fault, Script, ScriptStop, ScriptToolCall, ScriptTurn, ScriptUsage, host_tool_output};
 
 /// Stamps one `#[test]` per scenario for a backend, plus `conformance_completeness`.
 ///
@@ -133,6 +138,16 @@ macro_rules! conformance_suite {
             transcript_reattach,
             outcome_kickoff,
             outcome_rejected_when_unsupported,
+            approval_allow,
+            approval_deny_with_reason,
+            approval_defer_then_approve,
+            approval_defer_then_deny,
+            sync_run_defer_returns_approval_required,
+            approval_resumed_by_a_new_session,
+            ledger_answers_a_recovered_call,
+            confirmation_allow,
+            confirmation_deny_with_message,
+            confirmation_default_defers,
         );
     };
     (@stamp $backend:expr; $($name:ident),* $(,)?) => {

@@ -20,6 +20,15 @@ pub enum RecordedInput {
     Message(String),
     /// Tool results, in the order they were sent.
     ToolResults(Vec<ToolResult>),
+    /// The client's answer to a host-side tool call that asked for confirmation.
+    Confirmation {
+        /// The call answered.
+        tool_use_id: String,
+        /// Whether the call was allowed.
+        allowed: bool,
+        /// Why it was denied, when the client said.
+        deny_message: Option<String>,
+    },
     /// A raw event posted verbatim.
     Event(Value),
     /// An interrupt.
@@ -55,6 +64,19 @@ impl InputLog {
                 _ => None,
             })
             .flatten()
+            .collect()
+    }
+
+    /// Every confirmation received, as `(tool_use_id, allowed, deny_message)`, in order.
+    pub fn confirmations(&self) -> Vec<(String, bool, Option<String>)> {
+        self.lock()
+            .iter()
+            .filter_map(|input| match input {
+                RecordedInput::Confirmation { tool_use_id, allowed, deny_message } => {
+                    Some((tool_use_id.clone(), *allowed, deny_message.clone()))
+                }
+                _ => None,
+            })
             .collect()
     }
 

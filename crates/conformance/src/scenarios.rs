@@ -15,6 +15,11 @@ use managed_agents_core::{
 use serde_json::json;
 use tokio::sync::{Barrier, Notify};
 
+pub use crate::approvals::{
+    approval_allow, approval_defer_then_approve, approval_defer_then_deny, approval_deny_with_reason,
+    approval_resumed_by_a_new_session, confirmation_allow, confirmation_default_defers, confirmation_deny_with_message,
+    ledger_answers_a_recovered_call, sync_run_defer_returns_approval_required,
+};
 use crate::support::{EchoTools, TaskCounter, blocking_tool, echo_text, recording};
 use crate::{Backend, BackendCapabilities, Fault, Harness, RecordedInput, Script, ScriptToolCall, ScriptTurn};
 
@@ -86,6 +91,16 @@ suite! {
     transcript_reattach: needs_transcript,
     outcome_kickoff: needs_outcomes,
     outcome_rejected_when_unsupported: needs_no_outcomes,
+    approval_allow: always,
+    approval_deny_with_reason: always,
+    approval_defer_then_approve: always,
+    approval_defer_then_deny: always,
+    sync_run_defer_returns_approval_required: always,
+    approval_resumed_by_a_new_session: needs_reattach,
+    ledger_answers_a_recovered_call: needs_reattach,
+    confirmation_allow: needs_confirmations,
+    confirmation_deny_with_message: needs_confirmations,
+    confirmation_default_defers: needs_confirmations,
 }
 
 fn always(_: &BackendCapabilities) -> Option<&'static str> {
@@ -124,6 +139,14 @@ fn needs_resume(c: &BackendCapabilities) -> Option<&'static str> {
     (!c.resume).then_some("the provider cannot reattach to a session by id")
 }
 
+pub(crate) fn needs_reattach(c: &BackendCapabilities) -> Option<&'static str> {
+    (!c.resume_pending).then_some("the backend cannot answer, from a new session, the calls an earlier one stopped on")
+}
+
+pub(crate) fn needs_confirmations(c: &BackendCapabilities) -> Option<&'static str> {
+    (!c.confirmations).then_some("the backend plays no host-side tool calls that ask for confirmation")
+}
+
 fn needs_transcript(c: &BackendCapabilities) -> Option<&'static str> {
     (!c.provider.transcript).then_some("the provider keeps no client-side transcript")
 }
@@ -145,7 +168,7 @@ macro_rules! require {
 }
 
 /// Options for one run: the harness's own, with a timeout that turns a hang into a failure.
-fn options<P: ?Sized>(harness: &Harness<P>) -> SessionOptions {
+pub(crate) fn options<P: ?Sized>(harness: &Harness<P>) -> SessionOptions {
     harness.options().timeout(Duration::from_secs(30))
 }
 
@@ -158,11 +181,11 @@ fn quick_reconnect() -> ReconnectPolicy {
         .with_max_attempts(Some(20))
 }
 
-fn kickoff(prompt: &str) -> RecordedInput {
+pub(crate) fn kickoff(prompt: &str) -> RecordedInput {
     RecordedInput::Kickoff { prompt: Some(prompt.to_string()), outcome: None }
 }
 
-fn echo_result(id: &str, name: &str, input: serde_json::Value) -> ToolResult {
+pub(crate) fn echo_result(id: &str, name: &str, input: serde_json::Value) -> ToolResult {
     ToolResult::ok(id, echo_text(name, &input))
 }
 
@@ -175,7 +198,7 @@ fn assert_unique_event_ids(result: &SessionResult) {
     }
 }
 
-fn assert_completed(result: &SessionResult, terminal: Terminal) {
+pub(crate) fn assert_completed(result: &SessionResult, terminal: Terminal) {
     assert_eq!(result.terminal_reason, TerminalReason::Completed, "terminal_reason of {result:?}");
     assert_eq!(result.terminal, terminal, "terminal of {result:?}");
 }
@@ -195,13 +218,15 @@ pub async fn plain_end_turn<B: Backend>(backend: &B) -> Verdict {
     Verdict::Passed
 }
 
+/// One weather lookup (`call_1`, `get_weather` with `input`), then the model says "Sunny.".
+pub(crate) fn weather_script(input: &serde_json::Value) -> Script {
+    Script::new().turn(ScriptTurn::tool_call("call_1", "get_weather", input.clone())).turn(ScriptTurn::text("Sunny."))
+}
+
 /// One tool call: the handler runs it with the model's input, its result goes back, the model ends its turn.
 pub async fn single_tool_round_trip<B: Backend>(backend: &B) -> Verdict {
     let input = json!({"city": "Oslo"});
-    let script = Script::new()
-        .turn(ScriptTurn::tool_call("call_1", "get_weather", input.clone()))
-        .turn(ScriptTurn::text("Sunny."));
-    let harness = backend.start(script).await;
+    let harness = backend.start(weather_script(&input)).await;
     let (handler, seen) = recording(EchoTools);
     let result = Session::run(&*harness.provider, handler, options(&harness).prompt("Weather?")).await.expect("run");
     assert_completed(&result, Terminal::EndTurn);
@@ -467,7 +492,7 @@ pub async fn message_queued_mid_turn<B: Backend>(backend: &B) -> Verdict {
 pub async fn send_event_passthrough<B: Backend>(backend: &B) -> Verdict {
     require!(backend, needs_streaming);
     let (harness, session) = idle_live_session(backend).await;
-    let raw = json!({"type": "user.tool_confirmation", "tool_use_id": "x", "result": "allow"});
+    let raw = json!({"type": "system.message", "content": [{"type": "text", "text": "The user is away."}]});
     session.send_event(Event::from_value(raw.clone()).expect("object")).await.expect("posted");
     assert_eq!(harness.log.inputs().last(), Some(&RecordedInput::Event(raw)));
     session.close().await;
@@ -676,7 +701,7 @@ pub async fn stream_drop_sync_run<B: Backend>(backend: &B) -> Verdict {
 }
 
 /// An echo handler that counts its tool calls.
-fn counting_echo() -> (Arc<std::sync::atomic::AtomicUsize>, impl managed_agents_core::Handler) {
+pub(crate) fn counting_echo() -> (Arc<std::sync::atomic::AtomicUsize>, impl managed_agents_core::Handler) {
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     let handler = tool_fn(move |name, input| {

@@ -69,6 +69,13 @@ impl ScriptTurn {
         Self::tool_calls([ScriptToolCall::new(id, name, input)])
     }
 
+    /// A turn that calls one host-side tool that asks the client to confirm it first (a built-in or MCP tool
+    /// configured `always_ask`), and waits for the confirmation. Only backends with the
+    /// [`confirmations`](crate::BackendCapabilities::confirmations) capability play it.
+    pub fn host_tool_call(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self::tool_calls([ScriptToolCall::host(id, name, input)])
+    }
+
     /// A turn that calls several custom tools at once and waits for their results.
     pub fn tool_calls<I: IntoIterator<Item = ScriptToolCall>>(calls: I) -> Self {
         Self {
@@ -132,13 +139,20 @@ impl ScriptTurn {
         })
     }
 
+    /// Whether any of the turn's calls is a host-side call that asks for confirmation
+    /// ([`ScriptToolCall::host_side`]).
+    pub fn asks_for_confirmation(&self) -> bool {
+        self.tool_calls.iter().any(|call| call.host_side)
+    }
+
     /// Whether the turn carries `fault` (faults without parameters: duplicates, split, malformed frame).
     pub fn has(&self, fault: &Fault) -> bool {
         self.faults.contains(fault)
     }
 }
 
-/// A scripted custom tool call.
+/// A scripted tool call: a custom tool (the client runs it), or a host-side tool that asks the client to confirm
+/// it first ([`ScriptToolCall::host`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScriptToolCall {
     /// The call id (backends use it as the wire's tool-use id).
@@ -147,13 +161,28 @@ pub struct ScriptToolCall {
     pub name: String,
     /// The tool's input.
     pub input: Value,
+    /// A tool the loop host runs itself once the client confirms it (Claude's `always_ask` built-in and MCP
+    /// tools), instead of a custom tool. Backends without the
+    /// [`confirmations`](crate::BackendCapabilities::confirmations) capability cannot play it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_side: bool,
 }
 
 impl ScriptToolCall {
-    /// A tool call.
+    /// A custom tool call.
     pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
-        Self { id: id.into(), name: name.into(), input }
+        Self { id: id.into(), name: name.into(), input, host_side: false }
     }
+
+    /// A host-side tool call that asks for confirmation first (see [`ScriptToolCall::host_side`]).
+    pub fn host(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self { host_side: true, ..Self::new(id, name, input) }
+    }
+}
+
+/// The text a backend reports as the result of a host-side tool it ran after the client allowed it.
+pub fn host_tool_output(call: &ScriptToolCall) -> String {
+    format!("{} ran on the loop host", call.name)
 }
 
 /// How a scripted turn ends.

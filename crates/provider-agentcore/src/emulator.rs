@@ -933,7 +933,11 @@ impl Backend for AgentCoreBackend {
     type Provider = BedrockAgentCore;
 
     fn capabilities(&self) -> BackendCapabilities {
-        BackendCapabilities::new(Mode::RequestResponse).with_provider(BedrockAgentCore::CAPABILITIES).with_resume()
+        let capabilities =
+            BackendCapabilities::new(Mode::RequestResponse).with_provider(BedrockAgentCore::CAPABILITIES).with_resume();
+        // With reasoning, answers must echo the previous response's reasoning blocks, which only the connection
+        // that received them holds: a new session cannot answer the calls an earlier one stopped on.
+        if self.options.reasoning { capabilities } else { capabilities.with_resume_pending() }
     }
 
     async fn start(&self, script: Script) -> Harness<BedrockAgentCore> {

@@ -8,6 +8,12 @@
 //!
 //! * [`BedrockAgentCore`]: the request/response provider, made by [`BedrockAgentCore::builder`] (an SDK client
 //!   or `SdkConfig`; never reads the environment) or [`BedrockAgentCore::from_env`] (the standard AWS chain).
+//! * Resuming: `SessionOptions::session_id` reattaches to a runtime session (the connection reports itself
+//!   resumed). The harness keeps no record of the calls it waits on that a client could list, so a new process
+//!   answers the calls an earlier run stopped on (an approval, a crash) when it is given them with
+//!   `SessionOptions::resume_tool_uses`: the answers echo the calls and go out with the next invocation. With a
+//!   reasoning model this needs the earlier response's reasoning blocks, which only the connection that received
+//!   them holds, so such calls can be answered only by the session that received them.
 //! * [`StopReason`]: the harness stop reasons and how each ends a turn.
 //! * [`validate_session_id`] / [`new_session_id`]: AgentCore's runtime session id rule.
 //! * [`run_command`]: a shell command in the session's runtime, stdout/stderr streamed, exit code returned.

@@ -390,3 +390,44 @@ async fn a_shared_sdk_config_builds_a_working_client() {
     assert_eq!(result.text, "via SdkConfig");
     assert!(emulator.requests()[0].signed);
 }
+
+#[tokio::test]
+async fn a_new_session_answers_the_calls_an_earlier_run_stopped_on() {
+    use managed_agents_core::approval::{AllowAll, Decision, permission_fn};
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("tooluse_1", "pay", json!({"cents": 5})))
+        .turn(ScriptTurn::text("Paid."));
+    let emulator = AgentCoreEmulator::start(script).await.unwrap();
+    let defer = permission_fn(|_| async { Decision::Defer });
+    let error = Session::run(&emulator.provider(), EchoTools, options(&emulator).prompt("pay").permission(defer))
+        .await
+        .unwrap_err();
+    let Error::ApprovalRequired { partial, .. } = error else { panic!("{error:?}") };
+    let session_id = partial.session_id.clone().unwrap();
+
+    // Another process: a provider of its own, reattaching by id with the calls the first run stopped on.
+    let provider = emulator.provider();
+    let mut request = OpenRequest::default();
+    request.agent_id = Some(emulator.harness_arn());
+    request.session_id = Some(session_id.clone());
+    let opened = provider.open(request).await.unwrap();
+    assert!(opened.common().resumed(), "a session opened with an id is a resumed one");
+    assert_eq!(opened.common().session_id().as_deref(), Some(session_id.as_str()));
+    let opts = options(&emulator)
+        .session_id(session_id.clone())
+        .resume_tool_uses(partial.custom_tool_uses.clone())
+        .permission(AllowAll);
+    let result = Session::run(&provider, EchoTools, opts).await.unwrap();
+    assert_eq!(result.text, "Paid.");
+    assert_eq!(result.session_id.as_deref(), Some(session_id.as_str()));
+    assert_eq!(
+        emulator.log().inputs()[1..],
+        [RecordedInput::ToolResults(vec![ToolResult::ok("tooluse_1", "pay:{\"cents\":5}")])],
+        "answered once, by the new session"
+    );
+    let last = emulator.requests().last().cloned().unwrap();
+    let messages = last.body["messages"].as_array().unwrap();
+    let echo = &messages[messages.len() - 2];
+    assert_eq!(echo["role"], "assistant");
+    assert_eq!(echo["content"][0]["toolUse"]["toolUseId"], "tooluse_1", "the call is echoed before its result");
+}

@@ -27,6 +27,15 @@
 //! [`ClaudeEmulator::fail_requests`] answers chosen requests (an environment create, one archive …) with an
 //! error status, for rollback and partial-failure tests.
 //!
+//! Host-side tool calls ([`ScriptToolCall::host`]) are played as the session's agent configures the tool: a
+//! built-in tool (`bash`, `read`, `write`, `edit`, `glob`, `grep`, `web_fetch`, `web_search`) follows the agent
+//! toolset's `permission_policy`, any other name is an MCP tool (`agent.mcp_tool_use`, `always_ask` unless its
+//! toolset says otherwise). A call that asks is announced with `evaluated_permission: "ask"` and named in the
+//! `requires_action` idle; a `user.tool_confirmation` is recorded ([`RecordedInput::Confirmation`]) and, allowed,
+//! the tool's result follows (`agent.tool_result` / `agent.mcp_tool_result`), denied, an error result carrying
+//! the deny message. An allowed call runs at once. A partial answer re-emits the idle naming the calls still
+//! awaited. [`ClaudeEmulator::seed_agent`]'s agent asks before every built-in tool.
+//!
 //! Faults ([`Fault`]): `DropStreamAfter` (open streams close after that many of the turn's events; the rest
 //! reach the history), `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the
 //! events post that would start the turn is refused first, with `retry-after`), `Stall` (the turn starts late),
@@ -43,7 +52,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use managed_agents_conformance::{
     Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptStop, ScriptToolCall,
-    ScriptTurn,
+    ScriptTurn, host_tool_output,
 };
 use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, HeaderValue, Method, Response, RetryPolicy, StatusCode};
@@ -258,13 +267,18 @@ impl ClaudeEmulator {
         self.server.base_url()
     }
 
-    /// Creates an agent and an environment directly (no request recorded); returns their ids.
+    /// Creates an agent and an environment directly (no request recorded); returns their ids. The agent's
+    /// built-in toolset asks before every call (`always_ask`), so a scripted host-side call
+    /// ([`ScriptToolCall::host`]) of a built-in tool waits for a `user.tool_confirmation`; any other name is an MCP
+    /// tool, which asks too (the MCP toolset's default).
     pub fn seed_agent(&self) -> (String, String) {
         let mut state = lock(&self.state);
         let agent = state.id("agent");
         let environment = state.id("env");
         let now = state.now();
-        let body = json!({"name": "seeded", "model": "claude-sonnet-4-6"});
+        let toolset = json!({"type": "agent_toolset_20260401",
+            "default_config": {"enabled": true, "permission_policy": {"type": "always_ask"}}});
+        let body = json!({"name": "seeded", "model": "claude-sonnet-4-6", "tools": [toolset]});
         let body = body.as_object().cloned().unwrap_or_default();
         if let Ok(record) = records::new_agent(&agent, &now, &body) {
             state.agents.insert(agent.clone(), record);
@@ -897,8 +911,11 @@ fn stamp(state: &mut State, mut event: Value, id: Option<String>) -> Value {
     event
 }
 
-/// The events of a scripted turn, and the calls it waits on.
-fn turn_events(state: &mut State, turn: &ScriptTurn) -> (Vec<Value>, Vec<ScriptToolCall>, bool) {
+/// The events of a scripted turn, and the calls it waits on. Host-side calls are played as the agent's `tools`
+/// configure them: one that asks first is announced with `evaluated_permission: "ask"` and waited on; one that is
+/// allowed runs at once (its result follows its call). A tool-use turn whose every call ran at once does not stop
+/// (no idle): the next turn follows.
+fn turn_events(state: &mut State, turn: &ScriptTurn, tools: &Value) -> (Vec<Value>, Vec<ScriptToolCall>, bool) {
     let mut events = vec![stamp(state, json!({"type": "session.status_running"}), None)];
     let start = stamp(state, json!({"type": "span.model_request_start"}), None);
     let start_id = start["id"].clone();
@@ -907,9 +924,29 @@ fn turn_events(state: &mut State, turn: &ScriptTurn) -> (Vec<Value>, Vec<ScriptT
         let message = json!({"type": "agent.message", "content": [{"type": "text", "text": turn.text.concat()}]});
         events.push(stamp(state, message, None));
     }
+    let mut waits_on = Vec::new();
     for call in &turn.tool_calls {
-        let event = json!({"type": "agent.custom_tool_use", "name": call.name, "input": call.input});
+        if !call.host_side {
+            let event = json!({"type": "agent.custom_tool_use", "name": call.name, "input": call.input});
+            events.push(stamp(state, event, Some(call.id.clone())));
+            waits_on.push(call.clone());
+            continue;
+        }
+        let host = records::host_tool(tools, &call.name);
+        let permission = if host.asks { "ask" } else { "allow" };
+        let mut event = json!({"type": "agent.tool_use", "name": call.name, "input": call.input,
+            "evaluated_permission": permission});
+        if let Some(server) = &host.mcp_server {
+            event["type"] = json!("agent.mcp_tool_use");
+            event["mcp_server_name"] = json!(server);
+        }
         events.push(stamp(state, event, Some(call.id.clone())));
+        if host.asks {
+            waits_on.push(call.clone());
+        } else {
+            let result = host_tool_result(call, host.mcp_server.is_some(), None);
+            events.push(stamp(state, result, None));
+        }
     }
     if let Some(usage) = turn.usage {
         let span = json!({"type": "span.model_request_end", "model_request_start_id": start_id, "is_error": false,
@@ -918,30 +955,54 @@ fn turn_events(state: &mut State, turn: &ScriptTurn) -> (Vec<Value>, Vec<ScriptT
         events.push(stamp(state, span, None));
     }
     let split = turn.has(&Fault::SplitRequiresAction);
-    let (stop_reason, awaiting) = match &turn.stop {
-        ScriptStop::EndTurn => (json!({"type": "end_turn"}), Vec::new()),
-        ScriptStop::Terminated { reason } => (json!({"type": reason}), Vec::new()),
-        ScriptStop::ToolUse => {
-            let ids: Vec<&str> = turn.tool_calls.iter().map(|c| c.id.as_str()).collect();
-            let named = if split { &ids[..ids.len().min(1)] } else { &ids[..] };
-            (json!({"type": "requires_action", "event_ids": named}), turn.tool_calls.clone())
-        }
+    let stop_reason = match &turn.stop {
+        ScriptStop::EndTurn => json!({"type": "end_turn"}),
+        ScriptStop::Terminated { reason } => json!({"type": reason}),
+        ScriptStop::ToolUse if waits_on.is_empty() => return (events, waits_on, split),
+        ScriptStop::ToolUse => requires_action(&waits_on, split),
     };
     events.push(stamp(state, json!({"type": "session.status_idle", "stop_reason": stop_reason}), None));
+    let awaiting = if turn.stop == ScriptStop::ToolUse { waits_on } else { Vec::new() };
     (events, awaiting, split)
 }
 
-/// Plays the next scripted turn on a session (after a stall, when the turn has one).
+/// A `requires_action` stop reason naming the calls still awaited (only the first when the turn is split).
+fn requires_action(awaiting: &[ScriptToolCall], split: bool) -> Value {
+    let ids: Vec<&str> = awaiting.iter().map(|c| c.id.as_str()).collect();
+    let named = if split { &ids[..ids.len().min(1)] } else { &ids[..] };
+    json!({"type": "requires_action", "event_ids": named})
+}
+
+/// The result event of a host-side call: what the tool returned, or (denied) an error carrying the reason.
+fn host_tool_result(call: &ScriptToolCall, mcp: bool, denied: Option<&str>) -> Value {
+    let (text, is_error) = match denied {
+        Some(message) => (format!("denied by the user: {message}"), true),
+        None => (host_tool_output(call), false),
+    };
+    let (kind, id_field) =
+        if mcp { ("agent.mcp_tool_result", "mcp_tool_use_id") } else { ("agent.tool_result", "tool_use_id") };
+    json!({"type": kind, id_field: call.id, "content": [{"type": "text", "text": text}], "is_error": is_error})
+}
+
+/// Plays the next scripted turn on a session, and the turns after it while they go straight on (host-side calls
+/// that all ran at once).
 async fn play(state: Arc<Mutex<State>>, session_id: String) {
+    while play_turn(&state, &session_id).await {}
+}
+
+/// Plays the next scripted turn on a session (after a stall, when the turn has one); `true` when the next turn
+/// follows at once.
+async fn play_turn(state: &Mutex<State>, session_id: &str) -> bool {
+    let session_id = session_id.to_string();
     let (stall, turn) = {
-        let mut guard = lock(&state);
+        let mut guard = lock(state);
         let Some(turn) = guard.script.pop_front() else {
             let served = guard.served;
             let event = json!({"type": "session.error", "error": {"type": "unknown_error", "message": format!("unexpected model call: the script has only {served} turns"), "retry_status": {"type": "terminal"}}});
             let event = stamp(&mut guard, event, None);
             let terminated = stamp(&mut guard, json!({"type": "session.status_terminated"}), None);
             emit(&mut guard, &session_id, vec![event, terminated], &[]);
-            return;
+            return false;
         };
         guard.served += 1;
         (turn.stall(), turn)
@@ -949,7 +1010,7 @@ async fn play(state: Arc<Mutex<State>>, session_id: String) {
     if let Some(stall) = stall {
         tokio::time::sleep(stall).await;
     }
-    let mut guard = lock(&state);
+    let mut guard = lock(state);
     if let Some((kind, message)) = turn.stream_exception() {
         // An `error` frame after the 200: it is not an event of the session and stays out of the history.
         let data = json!({"type": "error", "error": {"type": kind, "message": message}}).to_string();
@@ -957,9 +1018,12 @@ async fn play(state: Arc<Mutex<State>>, session_id: String) {
         if let Some(session) = guard.sessions.get_mut(&session_id) {
             session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
         }
-        return;
+        return false;
     }
-    let (mut events, awaiting, split) = turn_events(&mut guard, &turn);
+    let tools = guard.sessions.get(&session_id).map(|s| s.record["agent"]["tools"].clone()).unwrap_or_default();
+    let (mut events, awaiting, split) = turn_events(&mut guard, &turn, &tools);
+    // A tool-use turn whose host-side calls all ran at once goes straight on to the next turn.
+    let continues = turn.stop == ScriptStop::ToolUse && awaiting.is_empty();
     if matches!(&turn.stop, ScriptStop::Terminated { reason } if reason == "budget_reached") {
         // The service reports the usage (and the budget) right before pausing a session at its budget.
         let record = guard.sessions.get(&session_id).map(|s| s.record.clone()).unwrap_or_default();
@@ -981,6 +1045,7 @@ async fn play(state: Arc<Mutex<State>>, session_id: String) {
         session.results.clear();
     }
     emit(&mut guard, &session_id, events, &turn.faults);
+    continues
 }
 
 fn outcome_of(event: &Value) -> Option<Outcome> {
@@ -1022,6 +1087,7 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
         guard.refused_current = false;
         let mut echoed = Vec::new();
         let mut results = Vec::new();
+        let mut confirmed = Vec::new();
         for event in events {
             let Value::Object(_) = &event else { continue };
             let mut event = event;
@@ -1059,20 +1125,30 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
                     };
                     results.push(result);
                 }
+                Some("user.tool_confirmation") => {
+                    if let Some(answered) = confirm(&mut guard, session_id, &event) {
+                        confirmed.push(answered);
+                    }
+                }
                 Some("user.interrupt") => guard.log.record(RecordedInput::Interrupt),
                 _ => guard.log.record(RecordedInput::Event(event.clone())),
             }
         }
         if !results.is_empty() {
             guard.log.record(RecordedInput::ToolResults(results.clone()));
+        }
+        let answered: Vec<String> = results.iter().map(|r| r.tool_use_id.clone()).chain(confirmed).collect();
+        if !answered.is_empty() {
             let session = guard.sessions.get_mut(session_id).expect("checked above");
-            session.awaiting.retain(|call| !results.iter().any(|r| r.tool_use_id == call.id));
+            let waited = !session.awaiting.is_empty();
+            session.awaiting.retain(|call| !answered.contains(&call.id));
             session.results.extend(results);
             if session.awaiting.is_empty() {
-                play_next = true;
-            } else if session.split {
-                let next = session.awaiting[0].id.clone();
-                let idle = json!({"type": "session.status_idle", "stop_reason": {"type": "requires_action", "event_ids": [next]}});
+                play_next = waited;
+            } else {
+                // A partial answer: the session stays blocked on the rest, and says so again.
+                let stop_reason = requires_action(&session.awaiting, session.split);
+                let idle = json!({"type": "session.status_idle", "stop_reason": stop_reason});
                 let idle = stamp(&mut guard, idle, None);
                 emit(&mut guard, session_id, vec![idle], &[]);
             }
@@ -1083,6 +1159,28 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
         tokio::spawn(play(Arc::clone(state), session_id.to_string()));
     }
     json_response(StatusCode::OK, &json!({"data": echoed}))
+}
+
+/// Takes a `user.tool_confirmation`: records it, and for a call the session waits on, emits the tool's result
+/// (allowed: what it returned; denied: an error carrying the deny message). Returns the id of the call it
+/// answered, `None` when no awaited call has that id.
+fn confirm(state: &mut State, session_id: &str, event: &Value) -> Option<String> {
+    let id = event["tool_use_id"].as_str().unwrap_or_default().to_string();
+    let allowed = event["result"] == "allow";
+    let deny_message = event["deny_message"].as_str().map(str::to_string);
+    state.log.record(RecordedInput::Confirmation {
+        tool_use_id: id.clone(),
+        allowed,
+        deny_message: deny_message.clone(),
+    });
+    let session = state.sessions.get(session_id)?;
+    let call = session.awaiting.iter().find(|call| call.id == id && call.host_side)?.clone();
+    let mcp = records::host_tool(&session.record["agent"]["tools"], &call.name).mcp_server.is_some();
+    let denied = (!allowed).then(|| deny_message.unwrap_or_else(|| "no reason given".into()));
+    let result = host_tool_result(&call, mcp, denied.as_deref());
+    let result = stamp(state, result, None);
+    emit(state, session_id, vec![result], &[]);
+    Some(id)
 }
 
 /// Lists files newest first in the files API's own paging: `limit` (default 20, at most the page size),
@@ -1225,6 +1323,8 @@ impl Backend for ClaudeBackend {
             .with_duplicate_delivery()
             .with_split_requires_action()
             .with_resume()
+            .with_resume_pending()
+            .with_confirmations()
     }
 
     async fn start(&self, script: Script) -> Harness<ClaudeManagedAgents> {

@@ -1,6 +1,8 @@
 //! The Managed Agents event vocabulary: building the events we send, interpreting the ones we receive.
 
-use managed_agents_core::{Error, Event, Outcome, Terminal, ToolResult, ToolUse, TurnInput, TurnResult, Usage};
+use managed_agents_core::{
+    Error, Event, Outcome, Terminal, ToolKind, ToolResult, ToolUse, TurnInput, TurnResult, Usage,
+};
 use serde_json::{Value, json};
 
 /// `session.status_idle`: the agent stopped; `stop_reason` says why.
@@ -11,6 +13,13 @@ pub const STATUS_TERMINATED: &str = "session.status_terminated";
 pub const CUSTOM_TOOL_USE: &str = "agent.custom_tool_use";
 /// `user.custom_tool_result`: the answer to a custom tool call (echoed into the history).
 pub const CUSTOM_TOOL_RESULT: &str = "user.custom_tool_result";
+/// `agent.tool_use`: a call of a built-in (toolset) tool, which the loop host runs.
+pub const TOOL_USE: &str = "agent.tool_use";
+/// `agent.mcp_tool_use`: a call of an MCP server's tool, which the loop host runs.
+pub const MCP_TOOL_USE: &str = "agent.mcp_tool_use";
+/// `user.tool_confirmation`: the client's allow or deny for a built-in or MCP tool call that asked first
+/// (`evaluated_permission: "ask"`, from an `always_ask` permission policy).
+pub const TOOL_CONFIRMATION: &str = "user.tool_confirmation";
 
 /// `user.message` with one text block.
 pub fn user_message(text: &str) -> Value {
@@ -41,23 +50,45 @@ pub fn define_outcome(outcome: &Outcome) -> Value {
     event
 }
 
-/// `user.tool_confirmation` allowing or denying a built-in or MCP tool call (send it with
-/// `SessionHandle::send_event`).
+/// `user.tool_confirmation` allowing or denying a built-in or MCP tool call. Sessions send it themselves for the
+/// calls that ask first (see [`input_events`]); it can also be sent by hand with `SessionHandle::send_event`.
 pub fn tool_confirmation(tool_use_id: &str, allow: bool, deny_message: Option<&str>) -> Value {
-    let mut event = json!({"type": "user.tool_confirmation", "tool_use_id": tool_use_id, "result": if allow { "allow" } else { "deny" }});
+    let result = if allow { "allow" } else { "deny" };
+    let mut event = json!({"type": TOOL_CONFIRMATION, "tool_use_id": tool_use_id, "result": result});
     if let Some(message) = deny_message {
         event["deny_message"] = json!(message);
     }
     event
 }
 
-/// The events an input posts.
+/// The event answering one call: a `user.tool_confirmation` for a call that asked for confirmation
+/// ([`ToolKind::Confirmation`]: allowed when the result is ok, else denied with the result's text, when not empty,
+/// as the `deny_message`), a `user.custom_tool_result` otherwise.
+pub fn answer_event(kind: ToolKind, result: &ToolResult) -> Value {
+    match kind {
+        ToolKind::Confirmation => {
+            let message = Some(result.text.as_str()).filter(|text| result.is_error && !text.is_empty());
+            tool_confirmation(&result.tool_use_id, !result.is_error, message)
+        }
+        _ => custom_tool_result(result),
+    }
+}
+
+/// The events an input posts. Tool results become one event per call, posted together: confirmations for the
+/// calls that asked for one, custom tool results for the rest (a result whose call is not listed is a custom
+/// tool result).
 pub fn input_events(input: TurnInput) -> Result<Vec<Value>, Error> {
     Ok(match input {
         TurnInput::Kickoff { outcome: Some(outcome), .. } => vec![define_outcome(&outcome)],
         TurnInput::Kickoff { prompt, .. } => vec![user_message(&prompt)],
         TurnInput::Message { text } => vec![user_message(&text)],
-        TurnInput::ToolResults { results, .. } => results.iter().map(custom_tool_result).collect(),
+        TurnInput::ToolResults { tool_uses, results } => results
+            .iter()
+            .map(|result| {
+                let kind = tool_uses.iter().find(|u| u.id == result.tool_use_id).map_or(ToolKind::Custom, |u| u.kind);
+                answer_event(kind, result)
+            })
+            .collect(),
         TurnInput::Event(event) => vec![event.to_value()],
         TurnInput::Interrupt => vec![json!({"type": "user.interrupt"})],
         _ => return Err(Error::Unsupported { operation: "this input", provider: "claude".into() }),
@@ -112,12 +143,26 @@ fn event_ids(stop_reason: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// Resolves `ids` against the custom tool uses of `events`, in the order of `ids`.
+/// The call the client owes an answer for, as `event` announces it: a custom tool call, or a built-in or MCP
+/// tool call to confirm ([`ToolKind::Confirmation`]); `None` for any other event.
+fn owed_call(event: &Event) -> Option<ToolUse> {
+    let call = as_tool_use(event)?;
+    match event.kind() {
+        Some(CUSTOM_TOOL_USE) => Some(call),
+        Some(TOOL_USE | MCP_TOOL_USE) => Some(ToolUse::confirmation(call.id, call.name, call.input)),
+        _ => None,
+    }
+}
+
+/// Whether `event` is a built-in or MCP tool call that waits for the client's confirmation.
+fn asks_for_confirmation(event: &Event) -> bool {
+    matches!(event.kind(), Some(TOOL_USE | MCP_TOOL_USE)) && event.str_field("evaluated_permission") == Some("ask")
+}
+
+/// Resolves `ids` against the calls of `events` the client answers (custom tool uses, and built-in or MCP tool
+/// uses to confirm), in the order of `ids`.
 fn resolve(ids: &[&str], events: &[Event]) -> Vec<ToolUse> {
-    ids.iter()
-        .filter_map(|id| events.iter().find(|e| e.kind() == Some(CUSTOM_TOOL_USE) && e.id() == Some(id)))
-        .filter_map(as_tool_use)
-        .collect()
+    ids.iter().filter_map(|id| events.iter().find(|e| e.id() == Some(id)).and_then(owed_call)).collect()
 }
 
 fn terminal_of(stop_reason: Option<&Value>) -> Terminal {
@@ -128,9 +173,11 @@ fn terminal_of(stop_reason: Option<&Value>) -> Terminal {
     }
 }
 
-/// Folds one turn's events (C-13): the latest idle or terminated status decides the terminal; the tool calls
-/// are the idle's `event_ids` found among the batch's custom tool uses; text from `agent.message`s; server tool
-/// calls observed; usage summed over `span.model_request_end`.
+/// Folds one turn's events (C-13): the latest idle or terminated status decides the terminal; the calls the
+/// client owes (`custom_tool_uses`) are the idle's `event_ids` found among the batch's custom tool uses and its
+/// built-in or MCP tool uses (the latter as [`ToolKind::Confirmation`] calls, which the session confirms or
+/// denies); text from `agent.message`s; every built-in and MCP tool call observed in `server_tool_uses` (those
+/// that asked for confirmation included); usage summed over `span.model_request_end`.
 pub fn normalize(events: &[Event]) -> TurnResult {
     let status = events.iter().rev().find(|e| matches!(e.kind(), Some(STATUS_IDLE | STATUS_TERMINATED)));
     // The raw stop reason of the deciding status, a terminated one's included.
@@ -152,7 +199,7 @@ pub fn normalize(events: &[Event]) -> TurnResult {
     turn.server_tool_uses = events
         .iter()
         .enumerate()
-        .filter(|(_, e)| matches!(e.kind(), Some("agent.tool_use" | "agent.mcp_tool_use")))
+        .filter(|(_, e)| matches!(e.kind(), Some(TOOL_USE | MCP_TOOL_USE)))
         .filter_map(|(index, e)| as_tool_use(e).or_else(|| id_less_tool_use(e, index)))
         .collect();
     for span in events.iter().filter(|e| e.kind() == Some("span.model_request_end")) {
@@ -168,7 +215,8 @@ pub fn normalize(events: &[Event]) -> TurnResult {
     turn
 }
 
-/// The custom tool calls the latest `requires_action` idle in `events` waits on (C-15).
+/// The calls the latest `requires_action` idle in `events` waits on (C-15): custom tool calls, and built-in or MCP
+/// tool calls to confirm.
 pub fn pending_tool_uses(events: &[Event]) -> Vec<ToolUse> {
     let Some(idle) = events.iter().rev().find(|e| e.kind() == Some(STATUS_IDLE)) else { return Vec::new() };
     match idle.get("stop_reason") {
@@ -177,9 +225,11 @@ pub fn pending_tool_uses(events: &[Event]) -> Vec<ToolUse> {
     }
 }
 
-/// Custom tool calls in `history` that no `user.custom_tool_result` answers (C-14), counting only calls made
-/// since the session last settled (an idle that does not wait on tools, or termination): a call left over from
-/// an interrupted or failed turn is dead, not pending.
+/// The calls in `history` the client has not answered (C-14): custom tool calls no `user.custom_tool_result`
+/// answers, and built-in or MCP tool calls that asked for confirmation (`evaluated_permission: "ask"`) no
+/// `user.tool_confirmation` answers, in history order. Only calls made since the session last settled count (an
+/// idle that does not wait on tools, or termination): a call left over from an interrupted or failed turn is
+/// dead, not pending.
 pub fn unanswered_tool_uses(history: &[Event]) -> Vec<ToolUse> {
     let settled = history.iter().rposition(|e| match e.kind() {
         Some(STATUS_TERMINATED) => true,
@@ -189,13 +239,17 @@ pub fn unanswered_tool_uses(history: &[Event]) -> Vec<ToolUse> {
     let recent = &history[settled.map_or(0, |i| i + 1)..];
     let answered: Vec<&str> = history
         .iter()
-        .filter(|e| e.kind() == Some(CUSTOM_TOOL_RESULT))
-        .filter_map(|e| e.str_field("custom_tool_use_id"))
+        .filter_map(|e| match e.kind() {
+            Some(CUSTOM_TOOL_RESULT) => e.str_field("custom_tool_use_id"),
+            Some(TOOL_CONFIRMATION) => e.str_field("tool_use_id"),
+            _ => None,
+        })
         .collect();
     recent
         .iter()
-        .filter(|e| e.kind() == Some(CUSTOM_TOOL_USE) && e.id().is_some_and(|id| !answered.contains(&id)))
-        .filter_map(as_tool_use)
+        .filter(|e| e.kind() == Some(CUSTOM_TOOL_USE) || asks_for_confirmation(e))
+        .filter(|e| e.id().is_some_and(|id| !answered.contains(&id)))
+        .filter_map(owed_call)
         .collect()
 }
 
@@ -258,6 +312,60 @@ mod tests {
         let mut interrupted = history.clone();
         interrupted.push(event(json!({"type": STATUS_IDLE, "stop_reason": {"type": "end_turn"}})));
         assert!(unanswered_tool_uses(&interrupted).is_empty(), "a call before a settled idle is dead");
+    }
+
+    #[test]
+    fn calls_that_ask_for_confirmation_are_owed_answers() {
+        let events = vec![
+            event(json!({"type": CUSTOM_TOOL_USE, "id": "c1", "name": "lookup", "input": {"q": 1}})),
+            event(
+                json!({"type": TOOL_USE, "id": "b1", "name": "bash", "input": {"command": "ls"}, "evaluated_permission": "ask"}),
+            ),
+            event(
+                json!({"type": MCP_TOOL_USE, "id": "m1", "name": "create_issue", "mcp_server_name": "github", "evaluated_permission": "ask"}),
+            ),
+            event(json!({"type": TOOL_USE, "id": "b2", "name": "read", "evaluated_permission": "allow"})),
+            event(
+                json!({"type": STATUS_IDLE, "id": "e9", "stop_reason": {"type": "requires_action", "event_ids": ["m1", "c1", "b1"]}}),
+            ),
+        ];
+        let turn = normalize(&events);
+        let owed: Vec<(&str, ToolKind)> = turn.custom_tool_uses.iter().map(|u| (u.id.as_str(), u.kind)).collect();
+        assert_eq!(owed, [("m1", ToolKind::Confirmation), ("c1", ToolKind::Custom), ("b1", ToolKind::Confirmation)]);
+        assert_eq!(turn.server_tool_uses.len(), 3, "every host-side call is still observed");
+        assert_eq!(pending_tool_uses(&events), turn.custom_tool_uses);
+        // In the history: the asks without a confirmation are pending, in history order; the allowed call is not.
+        let mut history = events.clone();
+        history.push(event(json!({"type": TOOL_CONFIRMATION, "id": "e10", "tool_use_id": "b1", "result": "allow"})));
+        let pending: Vec<(String, ToolKind)> =
+            unanswered_tool_uses(&history).into_iter().map(|u| (u.id, u.kind)).collect();
+        assert_eq!(pending, [("c1".into(), ToolKind::Custom), ("m1".into(), ToolKind::Confirmation)]);
+    }
+
+    #[test]
+    fn answers_post_confirmations_and_custom_results_together() {
+        let tool_uses = vec![
+            ToolUse::confirmation("b1", "bash", json!({})),
+            ToolUse::new("c1", "lookup", json!({})),
+            ToolUse::confirmation("b2", "write", json!({})),
+            ToolUse::confirmation("b3", "edit", json!({})),
+        ];
+        let results = vec![
+            ToolResult::allow("b1"),
+            ToolResult::ok("c1", "42"),
+            ToolResult::deny("b2", "not that file"),
+            ToolResult::deny("b3", ""),
+        ];
+        let events = input_events(TurnInput::ToolResults { tool_uses, results }).unwrap();
+        assert_eq!(
+            events,
+            vec![
+                json!({"type": TOOL_CONFIRMATION, "tool_use_id": "b1", "result": "allow"}),
+                json!({"type": CUSTOM_TOOL_RESULT, "custom_tool_use_id": "c1", "is_error": false, "content": [{"type": "text", "text": "42"}]}),
+                json!({"type": TOOL_CONFIRMATION, "tool_use_id": "b2", "result": "deny", "deny_message": "not that file"}),
+                json!({"type": TOOL_CONFIRMATION, "tool_use_id": "b3", "result": "deny"}),
+            ]
+        );
     }
 
     #[test]

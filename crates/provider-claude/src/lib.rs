@@ -6,6 +6,14 @@
 //!
 //! * [`ClaudeManagedAgents`]: the streaming provider (kickoff or outcome, tool results, interrupt, reconnect
 //!   that consolidates from the server's history and re-runs unanswered calls, reattach by session id).
+//! * Tool confirmations: a built-in or MCP tool whose permission policy is `always_ask` announces its call with
+//!   `evaluated_permission: "ask"` and blocks the session until the client answers. The provider hands such
+//!   calls to the session as [`ToolKind::Confirmation`](managed_agents_core::ToolKind) tool uses (in
+//!   `custom_tool_uses`; they stay in `server_tool_uses` too), the session's permission hook decides
+//!   (`SessionOptions::permission`: allow, deny with a reason, or defer to a person — the default defers them),
+//!   and the answers go back as `user.tool_confirmation` events, in the same post as the turn's custom tool
+//!   results. A reconnect (or a reattach by session id) finds calls still waiting for a confirmation in the
+//!   history, like unanswered custom calls.
 //! * [`ClaudeManagedAgents::builder`] / [`ClaudeManagedAgents::from_env`]: configuration. Builders never read
 //!   the environment; `from_env` (on the provider, the client and both builders) reads `ANTHROPIC_API_KEY` and
 //!   `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `request_timeout`, `idle_timeout`, `retry`; invalid
@@ -22,7 +30,8 @@
 //! * [`SessionBudget`] / [`BudgetReached`]: a session spend cap and the report of its expiry.
 //! * [`events`]: building and interpreting the event vocabulary.
 //! * `emulator` feature: [`emulator::ClaudeEmulator`], a Managed Agents server on loopback that plays a
-//!   conformance script with faults, and [`emulator::ClaudeBackend`] to run the conformance suite.
+//!   conformance script with faults — host-side tool calls included, asking for confirmation as the agent's
+//!   permission policies say — and [`emulator::ClaudeBackend`] to run the conformance suite.
 //!
 //! ## Example
 //!

@@ -22,6 +22,10 @@ use crate::stream::EventStream;
 /// Claude Managed Agents as a loop host: the agent loop runs on Anthropic's side; custom tool calls come back
 /// over the session's event stream and run locally through the session's handler. Cheap to clone.
 ///
+/// Built-in and MCP tools the agent configures `always_ask` block the session until the client confirms them:
+/// such calls reach the session as [`ToolKind::Confirmation`](managed_agents_core::ToolKind) tool uses, which
+/// its permission hook allows, denies or defers, and the answers are posted as `user.tool_confirmation`.
+///
 /// Open options: `agent_id` and `environment_id` (or an `AgentHandle`) for a new session, or `session_id` to
 /// reattach to an existing one. Provider options: `title` (string) and `session_metadata` (object) are sent with
 /// the new session, and `budget` (a [`SessionBudget`], see [`SessionBudget::OPTION`]) caps its spend.

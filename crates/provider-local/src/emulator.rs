@@ -344,7 +344,7 @@ impl Backend for LocalBackend {
     type Provider = Local;
 
     fn capabilities(&self) -> BackendCapabilities {
-        BackendCapabilities::new(Mode::RequestResponse).with_provider(Local::CAPABILITIES)
+        BackendCapabilities::new(Mode::RequestResponse).with_provider(Local::CAPABILITIES).with_resume_pending()
     }
 
     async fn start(&self, script: Script) -> Harness<Local> {

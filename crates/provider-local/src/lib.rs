@@ -9,6 +9,11 @@
 //!   [`Local::builder`] takes only what it is given; [`Local::from_env`] (or [`LocalBuilder::from_env`], to
 //!   override part of it) reads `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL`. Every setting is
 //!   checked by `build()`: a bad one is an error there, never a panic later.
+//! * Resuming: a session opened with a previous transcript (`SessionOptions::history`, with the same
+//!   `SessionOptions::session_id` so a tool ledger recognises the calls) whose last assistant message has calls
+//!   without tool messages — a run that stopped for an approval, or a worker that died mid-batch — runs those
+//!   calls first (answering from the ledger the ones it recorded), then sends the prompt. Calls left open when a
+//!   new message is sent without resuming are closed as "not run".
 //! * [`ChatBackend`]: the seam to put any other client behind it; [`HttpChat`] is the built-in hyper one.
 //! * `emulator` feature: [`emulator::ChatEmulator`], an OpenAI-compatible server on loopback that plays a
 //!   conformance script, and [`emulator::LocalBackend`] to run the conformance suite.

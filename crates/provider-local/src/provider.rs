@@ -10,7 +10,8 @@ use managed_agents_core::http::{RetryPolicy, Secret};
 use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, LiveEvents, OpenConnection,
-    OpenRequest, Provider, RequestResponseConnection, ToolResult, ToolSchema, ToolUse, TurnInput, TurnResult,
+    OpenRequest, Provider, Reconnected, RequestResponseConnection, ToolResult, ToolSchema, ToolUse, TurnInput,
+    TurnResult,
 };
 use serde_json::{Value, json};
 
@@ -487,30 +488,35 @@ impl RequestResponseConnection for LocalConnection {
             }
         }
     }
+
+    /// A transcript whose last assistant message has calls without tool messages (a run that stopped for an
+    /// approval, or a worker that died mid-batch) still waits on them: they are returned as pending, so the
+    /// session runs them — answering from its tool ledger the ones recorded — before anything else is sent.
+    async fn reattach(&mut self) -> Result<Reconnected, Error> {
+        Ok(Reconnected::new(open_calls(&self.history), Vec::new(), Vec::new()))
+    }
 }
 
 /// How many times one poll asks the model again after a response made only of repeated calls.
 const MAX_REASKS: u32 = 2;
 
+/// The calls of the last assistant message that no tool message answers yet, in call order.
+fn open_calls(history: &[Value]) -> Vec<ToolUse> {
+    let Some(last_assistant) = history.iter().rposition(|m| m["role"] == "assistant") else { return Vec::new() };
+    let answered: Vec<&str> = history[last_assistant + 1..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["tool_call_id"].as_str())
+        .collect();
+    wire::tool_uses(&history[last_assistant]).into_iter().filter(|call| !answered.contains(&call.id.as_str())).collect()
+}
+
 /// Answers every call of the last assistant message that has no tool message yet, so the history stays valid for
 /// strict servers when a request ended between a call and its result (max turns, guard, timeout, failure).
 fn close_open_calls(history: &mut Vec<Value>) {
-    let Some(last_assistant) = history.iter().rposition(|m| m["role"] == "assistant") else { return };
-    let answered: Vec<Value> = history[last_assistant + 1..]
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["tool_call_id"].clone())
-        .collect();
-    let open: Vec<Value> = history[last_assistant]["tool_calls"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|call| call["id"].clone())
-        .filter(|id| !answered.contains(id))
-        .collect();
-    for id in open {
+    for call in open_calls(history) {
         let content = json!({"error": "not run: the request ended before this call was answered", "isError": true});
-        history.push(json!({"role": "tool", "tool_call_id": id, "content": content.to_string()}));
+        history.push(json!({"role": "tool", "tool_call_id": call.id, "content": content.to_string()}));
     }
 }
 

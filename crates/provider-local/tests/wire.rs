@@ -379,3 +379,35 @@ async fn a_provisioned_spec_drives_the_run() {
     let gone = Session::run(&provider, EchoTools, SessionOptions::new().agent(handle).prompt("again")).await;
     assert!(matches!(gone, Err(Error::InvalidOption { option: "agent_id", .. })), "{gone:?}");
 }
+
+#[tokio::test]
+async fn a_transcript_with_open_calls_runs_them_before_the_prompt() {
+    use managed_agents_core::approval::{Decision, permission_fn};
+    let script = Script::new()
+        .turn(ScriptTurn::tool_call("c1", "pay", json!({"cents": 5})))
+        .turn(ScriptTurn::text("Paid."))
+        .turn(ScriptTurn::text("Nothing else."));
+    let emulator = ChatEmulator::start(script).await.unwrap();
+    let provider = provider(&emulator).build().unwrap();
+    let defer = permission_fn(|_| async { Decision::Defer });
+    let error = Session::run(&provider, EchoTools, options().prompt("pay").permission(defer)).await.unwrap_err();
+    let Error::ApprovalRequired { partial, .. } = error else { panic!("{error:?}") };
+    let transcript = partial.transcript.clone().unwrap();
+    assert!(transcript.last().unwrap()["tool_calls"].is_array(), "the transcript ends on the open call");
+    // A new session over the transcript, told nothing else: the open call runs first, then the prompt.
+    let (handler, seen) = managed_agents_conformance::support::recording(EchoTools);
+    let opts = options().history(transcript).session_id(partial.session_id.clone().unwrap()).prompt("anything else?");
+    let result = Session::run(&provider, handler, opts).await.unwrap();
+    assert_eq!(result.text, "Nothing else.");
+    assert_eq!(seen.calls().iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c1"], "the open call ran");
+    assert_eq!(
+        emulator.log().inputs()[1..],
+        [
+            RecordedInput::ToolResults(vec![managed_agents_core::ToolResult::ok("c1", "pay:{\"cents\":5}")]),
+            RecordedInput::Message("anything else?".into()),
+        ]
+    );
+    for request in emulator.requests() {
+        managed_agents_local::emulator::validate_messages(&request).unwrap();
+    }
+}

@@ -1,5 +1,6 @@
-//! What a durable store adds to the contract: entries survive reopening, a bad file is a typed error, a busy
+//! What the SQLite store adds to the contract: entries survive reopening, a bad file is a typed error, a busy
 //! database is a retryable one, and nothing it holds leaks through `Debug`.
+#![cfg(feature = "sqlite")]
 
 use std::time::Duration;
 
@@ -7,6 +8,12 @@ use managed_agents_core::Error;
 use managed_agents_core::provision::ProvisionStore;
 use managed_agents_store::{SqliteOptions, SqliteStore};
 use serde_json::json;
+use sqlx::{Connection, Executor, SqliteConnection};
+
+/// A connection of its own to the file at `path`, behind the store's back.
+async fn raw(path: &std::path::Path) -> SqliteConnection {
+    SqliteConnection::connect_with(&sqlx::sqlite::SqliteConnectOptions::new().filename(path)).await.expect("sqlite")
+}
 
 fn store_error(result: Result<SqliteStore, Error>) -> (&'static str, String, bool) {
     match result {
@@ -57,13 +64,14 @@ async fn a_directory_is_a_typed_error() {
 async fn tables_of_a_newer_version_are_refused() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("store.sqlite3");
-    drop(SqliteStore::open(&path).await.expect("open"));
-    let connection = rusqlite::Connection::open(&path).expect("sqlite");
+    SqliteStore::open(&path).await.expect("open").close().await;
+    let mut connection = raw(&path).await;
     let changed = connection
-        .execute("UPDATE managed_agents_schema SET version = version + 1 WHERE component = 'provision'", [])
+        .execute("UPDATE managed_agents_schema SET version = version + 1 WHERE component = 'provision'")
+        .await
         .expect("bump the version");
-    assert_eq!(changed, 1, "the store records its schema version");
-    drop(connection);
+    assert_eq!(changed.rows_affected(), 1, "the store records its schema version");
+    connection.close().await.expect("close");
 
     let (operation, message, retryable) = store_error(SqliteStore::open(&path).await);
     assert_eq!((operation, retryable), ("open", false));
@@ -75,8 +83,8 @@ async fn a_value_written_behind_the_stores_back_is_a_typed_error() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("store.sqlite3");
     let store = SqliteStore::open(&path).await.expect("open");
-    let connection = rusqlite::Connection::open(&path).expect("sqlite");
-    connection.execute("INSERT INTO provision_entries (key, value) VALUES ('k', '{not json')", []).expect("insert");
+    let mut connection = raw(&path).await;
+    connection.execute("INSERT INTO provision_entries (key, value) VALUES ('k', '{not json')").await.expect("insert");
     match store.get("k").await {
         Err(Error::Store { operation: "get", retryable: false, .. }) => {}
         other => panic!("expected a get error, got {other:?}"),
@@ -93,8 +101,8 @@ async fn a_write_blocked_past_the_busy_timeout_is_retryable() {
     store.put("k", json!(1)).await.expect("put");
 
     // Another connection holds the write lock for the whole check.
-    let mut blocker = rusqlite::Connection::open(&path).expect("sqlite");
-    let lock = blocker.transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive).expect("lock");
+    let mut blocker = raw(&path).await;
+    blocker.execute("BEGIN EXCLUSIVE").await.expect("lock");
     for result in
         [store.put("k", json!(2)).await, store.compare_and_swap("k", Some(&json!(1)), Some(json!(2))).await.map(|_| ())]
     {
@@ -105,7 +113,7 @@ async fn a_write_blocked_past_the_busy_timeout_is_retryable() {
     }
     // Readers are not blocked by a writer in WAL mode.
     assert_eq!(store.get("k").await.expect("get while locked"), Some(json!(1)));
-    lock.rollback().expect("release");
+    blocker.execute("ROLLBACK").await.expect("release");
     assert!(store.compare_and_swap("k", Some(&json!(1)), Some(json!(2))).await.expect("cas after the lock"));
 }
 
@@ -126,4 +134,165 @@ async fn the_default_path_is_under_a_managed_agents_directory() {
         assert!(path.is_absolute(), "{path:?}");
         assert!(path.ends_with("managed-agents/managed-agents.sqlite3"), "{path:?}");
     }
+}
+
+/// Conversations, leases (with their tokens), approvals and ledger entries survive closing and reopening.
+#[tokio::test]
+async fn session_state_survives_reopening() {
+    use managed_agents_core::approval::ApprovalRequest;
+    use managed_agents_core::conversation::{Conversation, SessionStore};
+    use managed_agents_core::ledger::{LedgerEntry, ToolLedger};
+    use managed_agents_core::{SessionInfo, ToolResult, ToolUse};
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("sessions.sqlite3");
+    let store = SqliteStore::open(&path).await.expect("open");
+    let lease = store.acquire("c1", "worker-a", Duration::from_secs(600)).await.expect("acquire").expect("free");
+    let mut conversation = Conversation::new("c1", "local");
+    conversation.transcript = Some(vec![json!({"role": "user", "content": "hi"})]);
+    store.save(&conversation, &lease).await.expect("save");
+    let call = ToolUse::new("tu1", "charge", json!({"cents": 5}));
+    let info = SessionInfo::new("local", Some("s1".into()), serde_json::Map::new());
+    store.put_approval("c1", &ApprovalRequest::new(call.clone(), &info)).await.expect("put_approval");
+    let entry = LedgerEntry::new(&call, ToolResult::ok("tu1", "done"));
+    store.record("s1", "tu1", &entry).await.expect("record");
+    store.close().await;
+
+    let reopened = SqliteStore::open(&path).await.expect("reopen");
+    let loaded = reopened.load("c1").await.expect("load").expect("the conversation");
+    assert_eq!(loaded.transcript, conversation.transcript);
+    assert_eq!(reopened.approvals("c1").await.expect("approvals").len(), 1);
+    assert_eq!(reopened.recorded("s1", "tu1").await.expect("recorded"), Some(entry));
+    assert_eq!(
+        reopened.acquire("c1", "worker-b", Duration::from_secs(600)).await.expect("acquire"),
+        None,
+        "the lease is still held after a restart"
+    );
+    reopened.save(&loaded, &lease).await.expect("the holder's lease is still current after a restart");
+    reopened.release(&lease).await.expect("release");
+    let next = reopened.acquire("c1", "worker-b", Duration::from_secs(600)).await.expect("acquire").expect("free");
+    assert!(next.token > lease.token, "tokens keep growing across restarts");
+}
+
+/// A file written by the earlier SQLite store (the provisioning table only) opens, keeps its entries and gains
+/// the session store's tables.
+#[tokio::test]
+async fn a_file_of_the_earlier_provisioning_store_is_upgraded() {
+    use managed_agents_core::conversation::{ConversationFilter, SessionStore};
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("old.sqlite3");
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path).create_if_missing(true);
+    let mut connection = SqliteConnection::connect_with(&options).await.expect("sqlite");
+    connection
+        .execute(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE managed_agents_schema (component TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL)
+                 WITHOUT ROWID;
+             CREATE TABLE provision_entries (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+             INSERT INTO managed_agents_schema VALUES ('provision', 1);
+             INSERT INTO provision_entries VALUES ('provision:a', '{\"agent_id\":\"agent_1\"}');",
+        )
+        .await
+        .expect("an earlier store's file");
+    connection.close().await.expect("close");
+
+    let store = SqliteStore::open(&path).await.expect("open");
+    assert_eq!(store.get("provision:a").await.expect("get"), Some(json!({"agent_id": "agent_1"})));
+    assert_eq!(store.list(&ConversationFilter::new()).await.expect("list"), vec![]);
+    assert!(store.acquire("c1", "worker", Duration::from_secs(1)).await.expect("acquire").is_some());
+}
+
+/// Records this crate did not write are typed errors, not panics.
+#[tokio::test]
+async fn a_conversation_written_behind_the_stores_back_is_a_typed_error() {
+    use managed_agents_core::conversation::{ConversationFilter, SessionStore};
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("store.sqlite3");
+    let store = SqliteStore::open(&path).await.expect("open");
+    let mut connection = raw(&path).await;
+    connection
+        .execute(
+            "INSERT INTO conversations VALUES ('bad-status', 'local', NULL, 'sleeping', NULL, '{}', NULL, 0, 1, 1);
+             INSERT INTO conversations VALUES ('bad-json', 'local', NULL, 'idle', '[not json', '{}', NULL, 0, 2, 2);
+             INSERT INTO conversations VALUES ('bad-count', 'local', NULL, 'idle', NULL, '{}', NULL, -1, 3, 3);
+             INSERT INTO conversation_approvals (external_id, tool_use_id, request, created_at_ms)
+                 VALUES ('bad-status', 't1', '{}', 1);",
+        )
+        .await
+        .expect("insert");
+    for external_id in ["bad-status", "bad-json", "bad-count"] {
+        match store.load(external_id).await {
+            Err(Error::Store { operation: "load", retryable: false, message, .. }) => {
+                assert!(message.contains("stored") || message.contains(external_id), "{message}")
+            }
+            other => panic!("{external_id}: expected a load error, got {other:?}"),
+        }
+    }
+    assert!(matches!(store.list(&ConversationFilter::new()).await, Err(Error::Store { operation: "list", .. })));
+    assert!(matches!(store.approvals("bad-status").await, Err(Error::Store { operation: "approvals", .. })));
+}
+
+/// Taking a lease while another connection holds the write lock past the busy timeout is a retryable error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_blocked_past_the_busy_timeout_is_retryable() {
+    use managed_agents_core::conversation::{Conversation, SessionStore};
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("store.sqlite3");
+    let store = SqliteStore::open_with(&path, SqliteOptions::new().busy_timeout(Duration::from_millis(50)))
+        .await
+        .expect("open");
+    let lease = store.acquire("c1", "worker", Duration::from_secs(60)).await.expect("acquire").expect("free");
+    let mut blocker = raw(&path).await;
+    blocker.execute("BEGIN EXCLUSIVE").await.expect("lock");
+    match store.acquire("c2", "worker", Duration::from_secs(60)).await {
+        Err(error @ Error::Store { operation: "acquire", .. }) => assert!(error.is_retryable(), "{error:?}"),
+        other => panic!("expected a retryable acquire error, got {other:?}"),
+    }
+    match store.save(&Conversation::new("c1", "local"), &lease).await {
+        Err(error @ Error::Store { operation: "save", .. }) => assert!(error.is_retryable(), "{error:?}"),
+        other => panic!("expected a retryable save error, got {other:?}"),
+    }
+    blocker.execute("ROLLBACK").await.expect("release");
+    store.save(&Conversation::new("c1", "local"), &lease).await.expect("save after the lock");
+}
+
+/// Many tasks opening one new file at once all succeed (the tables are created once, under the lock), and two
+/// stores on the file hand a lease to one taker only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_opens_of_a_new_file_all_succeed() {
+    use managed_agents_core::conversation::SessionStore;
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("new.sqlite3");
+    let mut opens = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let path = path.clone();
+        opens.spawn(async move { SqliteStore::open(&path).await });
+    }
+    let mut stores = Vec::new();
+    while let Some(opened) = opens.join_next().await {
+        stores.push(opened.expect("an open task").expect("open"));
+    }
+    let mut takers = tokio::task::JoinSet::new();
+    for (n, store) in stores.into_iter().enumerate() {
+        takers.spawn(async move { store.acquire("c1", &format!("worker-{n}"), Duration::from_secs(60)).await });
+    }
+    let mut winners = 0;
+    while let Some(taken) = takers.join_next().await {
+        winners += usize::from(taken.expect("a taker task").expect("acquire").is_some());
+    }
+    assert_eq!(winners, 1, "one lease, eight stores");
+}
+
+/// Settings out of range are brought into range, never a panic: an endless busy timeout, no connections.
+#[tokio::test]
+async fn extreme_settings_are_saturated() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let options = SqliteOptions::new().busy_timeout(Duration::MAX).max_connections(0);
+    let store = SqliteStore::open_with(dir.path().join("store.sqlite3"), options).await.expect("open");
+    store.put("k", json!(1)).await.expect("put");
+    assert_eq!(store.get("k").await.expect("get"), Some(json!(1)));
 }

@@ -23,6 +23,7 @@ impl Backend for StreamingReferenceBackend {
             .with_duplicate_delivery()
             .with_split_requires_action()
             .with_resume()
+            .with_resume_pending()
     }
 
     async fn start(&self, script: Script) -> Harness<StreamingReference> {
@@ -45,6 +46,7 @@ impl Backend for RequestResponseReferenceBackend {
             .with_provider(RequestResponseReference::CAPABILITIES)
             .with_duplicate_delivery()
             .with_resume()
+            .with_resume_pending()
     }
 
     async fn start(&self, script: Script) -> Harness<RequestResponseReference> {

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use managed_agents_core::{
-    Capabilities, Connection, Error, Event, LiveEvents, OpenConnection, OpenRequest, Provider,
+    Capabilities, Connection, Error, Event, LiveEvents, OpenConnection, OpenRequest, Provider, Reconnected,
     RequestResponseConnection, ToolUse, TurnInput, TurnResult,
 };
 use serde_json::{Value, json};
@@ -157,5 +157,25 @@ impl RequestResponseConnection for RequestResponseReferenceConnection {
             live.emit(event.clone());
         }
         Ok(events)
+    }
+
+    /// The calls of the transcript's last assistant entry that no tool entry answers.
+    async fn reattach(&mut self) -> Result<Reconnected, Error> {
+        let Some(last) = self.transcript.iter().rposition(|m| m["role"] == "assistant") else {
+            return Ok(Reconnected::default());
+        };
+        let answered: Vec<&Value> =
+            self.transcript[last + 1..].iter().filter(|m| m["role"] == "tool").map(|m| &m["tool_call_id"]).collect();
+        let pending = self.transcript[last]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|call| !answered.contains(&&call["id"]))
+            .filter_map(|call| {
+                let id = call["id"].as_str()?;
+                Some(ToolUse::new(id, call["name"].as_str()?, call["input"].clone()))
+            })
+            .collect();
+        Ok(Reconnected::new(pending, Vec::new(), Vec::new()))
     }
 }

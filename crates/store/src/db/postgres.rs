@@ -1,0 +1,98 @@
+//! Connecting to PostgreSQL: a pool on a URL, optionally confined to one schema.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use managed_agents_core::Error;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, PgConnection, PgPool};
+
+use super::BoxFuture;
+use super::error::is_retryable;
+
+/// How long the server lets a session sit idle inside a transaction before ending it (this crate's transactions
+/// take milliseconds; a process stopped in the middle of one must not hold its locks for long).
+const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(60);
+
+/// Where a pool connects, for messages and `Debug`: user, host, port, database, never the password.
+pub(crate) fn describe(options: &PgConnectOptions) -> String {
+    let place = match options.get_socket() {
+        Some(socket) => socket.display().to_string(),
+        None => format!("{}:{}", options.get_host(), options.get_port()),
+    };
+    format!("postgres://{}@{place}/{}", options.get_username(), options.get_database().unwrap_or(""))
+}
+
+/// Parses a connection URL; the error never repeats the URL (it may hold a password).
+pub(crate) fn parse(url: &str) -> Result<PgConnectOptions, Error> {
+    let invalid = |reason: &str| Error::Store {
+        operation: "connect",
+        message: format!("not a valid PostgreSQL connection URL: {reason}"),
+        retryable: false,
+        source: None,
+    };
+    // sqlx takes any scheme; another database's URL is a mistake to report, not a server to try.
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(invalid("it does not start with postgres:// or postgresql://"));
+    }
+    PgConnectOptions::from_str(url).map_err(|error| invalid(without_url(&error)))
+}
+
+/// The parse error's kind, not its text (which may quote the URL).
+fn without_url(error: &sqlx::Error) -> &'static str {
+    match error {
+        sqlx::Error::Configuration(_) => "malformed URL or unknown parameter",
+        _ => "unusable URL",
+    }
+}
+
+/// Opens a pool on `options` and checks that a connection can be made.
+pub(crate) fn connect(
+    options: PgConnectOptions,
+    schema: Option<&str>,
+    max_connections: u32,
+    acquire_timeout: Duration,
+) -> BoxFuture<'static, Result<PgPool, Error>> {
+    let target = describe(&options);
+    let mut settings = vec![
+        // A row lock held too long (by a stuck transaction) fails the waiting statement, retryably (55P03).
+        ("lock_timeout", acquire_timeout.as_millis().max(1).to_string()),
+        // A session that stalls inside a transaction is ended by the server, so its locks are not held forever.
+        ("idle_in_transaction_session_timeout", IDLE_IN_TRANSACTION.as_millis().to_string()),
+    ];
+    if let Some(schema) = schema {
+        // Every connection of the pool resolves unqualified table names in this schema first.
+        settings.push(("search_path", schema.to_string()));
+    }
+    let options = options.options(settings);
+    let failed = move |error: sqlx::Error| Error::Store {
+        operation: "connect",
+        message: format!("cannot connect to {target}: {error}"),
+        retryable: is_retryable(&error),
+        source: Some(Box::new(error)),
+    };
+    Box::pin(async move {
+        // One connection first, to report why it fails (the pool retries until its timeout and then only says
+        // that it timed out).
+        match tokio::time::timeout(acquire_timeout, PgConnection::connect_with(&options)).await {
+            Ok(Ok(probe)) => drop(probe.close().await),
+            Ok(Err(error)) => return Err(failed(error)),
+            Err(_) => return Err(failed(sqlx::Error::PoolTimedOut)),
+        }
+        PgPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(acquire_timeout)
+            .connect_with(options)
+            .await
+            .map_err(failed)
+    })
+}
+
+/// Whether `name` is a schema name this crate accepts: lowercase ASCII letters, digits and `_`, not starting with
+/// a digit, at most 63 bytes (so it needs no quoting anywhere).
+pub(crate) fn is_plain_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}

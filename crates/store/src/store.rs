@@ -1,0 +1,169 @@
+//! [`SqlStore`]: the stores' operations on a [`Database`] of either kind, and the tables they need.
+//!
+//! The public [`SqliteStore`](crate::SqliteStore) and [`PostgresStore`](crate::PostgresStore) each wrap one and
+//! pass every trait method through ([`delegate_stores!`]).
+
+use managed_agents_core::Error;
+
+use crate::db::{Component, Database, Sql, migrate};
+
+/// The provisioning store's tables.
+static PROVISION: Component = Component {
+    name: "provision",
+    sqlite: &[include_str!("../migrations/sqlite/provision/0001_entries.sql")],
+    postgres: &[include_str!("../migrations/postgres/provision/0001_entries.sql")],
+};
+
+/// The session store's tables: conversations, leases, approvals, the tool ledger.
+static SESSIONS: Component = Component {
+    name: "sessions",
+    sqlite: &[include_str!("../migrations/sqlite/sessions/0001_conversations.sql")],
+    postgres: &[include_str!("../migrations/postgres/sessions/0001_conversations.sql")],
+};
+
+/// Every store operation, on one database. Clones share its pool.
+#[derive(Debug, Clone)]
+pub(crate) struct SqlStore {
+    pub(crate) db: Database,
+}
+
+impl SqlStore {
+    /// The store on `db`, its tables created or upgraded first (`setup` runs before, under the same lock).
+    pub(crate) async fn new(db: Database, setup: Option<&str>) -> Result<Self, Error> {
+        migrate(&db, &[&PROVISION, &SESSIONS], setup).await?;
+        Ok(Self { db })
+    }
+
+    /// `statement` in this database's dialect.
+    pub(crate) fn sql(&self, statement: &Sql) -> &'static str {
+        statement.text(self.db.dialect())
+    }
+}
+
+/// Implements `ProvisionStore`, `ToolLedger` and `SessionStore` for `$store` by passing every call to its
+/// `inner: SqlStore`.
+macro_rules! delegate_stores {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl managed_agents_core::provision::ProvisionStore for $store {
+            async fn get(&self, key: &str) -> Result<Option<serde_json::Value>, managed_agents_core::Error> {
+                self.inner.get(key).await
+            }
+            async fn put(&self, key: &str, value: serde_json::Value) -> Result<(), managed_agents_core::Error> {
+                self.inner.put(key, value).await
+            }
+            async fn delete(&self, key: &str) -> Result<(), managed_agents_core::Error> {
+                self.inner.delete(key).await
+            }
+            async fn delete_value(&self, value: &serde_json::Value) -> Result<u64, managed_agents_core::Error> {
+                self.inner.delete_value(value).await
+            }
+            async fn compare_and_swap(
+                &self,
+                key: &str,
+                expected: Option<&serde_json::Value>,
+                new: Option<serde_json::Value>,
+            ) -> Result<bool, managed_agents_core::Error> {
+                self.inner.compare_and_swap(key, expected, new).await
+            }
+            async fn keys(&self, prefix: &str) -> Result<Vec<String>, managed_agents_core::Error> {
+                self.inner.keys(prefix).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl managed_agents_core::ledger::ToolLedger for $store {
+            async fn recorded(
+                &self,
+                session_id: &str,
+                tool_use_id: &str,
+            ) -> Result<Option<managed_agents_core::ledger::LedgerEntry>, managed_agents_core::Error> {
+                self.inner.recorded(session_id, tool_use_id).await
+            }
+            async fn record(
+                &self,
+                session_id: &str,
+                tool_use_id: &str,
+                entry: &managed_agents_core::ledger::LedgerEntry,
+            ) -> Result<managed_agents_core::ledger::LedgerEntry, managed_agents_core::Error> {
+                self.inner.record(session_id, tool_use_id, entry).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl managed_agents_core::conversation::SessionStore for $store {
+            async fn load(
+                &self,
+                external_id: &str,
+            ) -> Result<Option<managed_agents_core::conversation::Conversation>, managed_agents_core::Error> {
+                self.inner.load(external_id).await
+            }
+            async fn save(
+                &self,
+                conversation: &managed_agents_core::conversation::Conversation,
+                lease: &managed_agents_core::conversation::Lease,
+            ) -> Result<(), managed_agents_core::Error> {
+                self.inner.save(conversation, lease).await
+            }
+            async fn list(
+                &self,
+                filter: &managed_agents_core::conversation::ConversationFilter,
+            ) -> Result<Vec<managed_agents_core::conversation::Conversation>, managed_agents_core::Error> {
+                self.inner.list(filter).await
+            }
+            async fn purge(&self, external_id: &str) -> Result<bool, managed_agents_core::Error> {
+                self.inner.purge(external_id).await
+            }
+            async fn acquire(
+                &self,
+                external_id: &str,
+                holder: &str,
+                ttl: std::time::Duration,
+            ) -> Result<Option<managed_agents_core::conversation::Lease>, managed_agents_core::Error> {
+                self.inner.acquire(external_id, holder, ttl).await
+            }
+            async fn renew(
+                &self,
+                lease: &managed_agents_core::conversation::Lease,
+                ttl: std::time::Duration,
+            ) -> Result<managed_agents_core::conversation::Lease, managed_agents_core::Error> {
+                self.inner.renew(lease, ttl).await
+            }
+            async fn release(
+                &self,
+                lease: &managed_agents_core::conversation::Lease,
+            ) -> Result<(), managed_agents_core::Error> {
+                self.inner.release(lease).await
+            }
+            async fn put_approval(
+                &self,
+                external_id: &str,
+                request: &managed_agents_core::approval::ApprovalRequest,
+            ) -> Result<(), managed_agents_core::Error> {
+                self.inner.put_approval(external_id, request).await
+            }
+            async fn decide(
+                &self,
+                external_id: &str,
+                tool_use_id: &str,
+                decision: &managed_agents_core::approval::Decision,
+            ) -> Result<bool, managed_agents_core::Error> {
+                self.inner.decide(external_id, tool_use_id, decision).await
+            }
+            async fn approvals(
+                &self,
+                external_id: &str,
+            ) -> Result<Vec<managed_agents_core::conversation::StoredApproval>, managed_agents_core::Error> {
+                self.inner.approvals(external_id).await
+            }
+            async fn remove_approval(
+                &self,
+                external_id: &str,
+                tool_use_id: &str,
+            ) -> Result<(), managed_agents_core::Error> {
+                self.inner.remove_approval(external_id, tool_use_id).await
+            }
+        }
+    };
+}
+pub(crate) use delegate_stores;
