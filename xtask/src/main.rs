@@ -28,13 +28,14 @@ const LIBRARIES: &[&str] = &[
     "managed-agents-agentcore",
     "managed-agents",
     "managed-agents-store",
+    "managed-agents-host",
 ];
 
 /// The umbrella's examples and the features each requires (its `required-features` in
 /// `crates/managed-agents/Cargo.toml`): each is checked with exactly those, so an example that needs more than it
 /// declares fails here rather than for the user who runs it.
 const EXAMPLES: &[(&str, &str)] =
-    &[("quickstart", ""), ("claude", "claude,emulator"), ("agentcore", "agentcore,emulator")];
+    &[("quickstart", ""), ("claude", "claude,emulator"), ("agentcore", "agentcore,emulator"), ("host", "host,store")];
 
 /// The providers whose emulators are checked against the official SDKs.
 const SDK_CHECKS: &[SdkCheck] = &[

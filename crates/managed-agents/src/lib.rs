@@ -12,8 +12,10 @@
 //! This crate re-exports the core (the [`Session`] loop, the [`Provider`] and [`Handler`] traits and the
 //! vocabulary) and, behind features, the provider crates. Feature `emulator` turns on the bundled emulator of
 //! each provider you enabled (a loopback server speaking its wire, for tests and demos); it enables no provider
-//! by itself. Feature `store` adds the durable provisioning store (SQLite, `managed-agents-store`). No feature is on
-//! by default.
+//! by itself. Feature `store` adds the durable stores (SQLite, `managed-agents-store`; PostgreSQL too with feature
+//! `postgres`) for provisioning and for the host; feature `host`
+//! the durable session host (`managed-agents-host`: conversations keyed by your id, one driver at a time across
+//! processes, tool approvals answered later). No feature is on by default.
 //!
 //! ## Example
 //!
@@ -57,6 +59,12 @@ pub use managed_agents_agentcore as agentcore;
 #[cfg(feature = "local")]
 pub use managed_agents_local as local;
 
-/// The durable provisioning store, SQLite shared by several processes (feature `store`).
+/// The durable stores: SQLite shared by several processes (feature `store`), PostgreSQL for several machines
+/// (feature `postgres`).
 #[cfg(feature = "store")]
 pub use managed_agents_store as store;
+
+/// The durable session host: conversations keyed by an external id, leases, tool ledger and approvals (feature
+/// `host`).
+#[cfg(feature = "host")]
+pub use managed_agents_host as host;

@@ -1,0 +1,420 @@
+//! The host: one request at a time per conversation, whichever process sends it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use managed_agents_core::approval::{Decision, Permission};
+use managed_agents_core::conversation::{
+    Conversation, ConversationFilter, ConversationStatus, SessionStore, StoredApproval,
+};
+use managed_agents_core::ledger;
+use managed_agents_core::{AgentHandle, Error, Handler, Provider, Session, SessionOptions, SessionResult, ToolUse};
+use serde_json::{Map, Value};
+
+use crate::lease::{HeldLease, LeaseRequest, Locks};
+use crate::live::Attachments;
+use crate::opened::Opened;
+use crate::permission::HostPermission;
+use crate::settings::{BusyPolicy, HostBuilder};
+
+/// Drives conversations keyed by an external id over a [`SessionStore`]. Cheap to clone (the clones share
+/// everything); safe to use from many tasks, and from many processes over one durable store.
+///
+/// See the [crate documentation](crate) for what each call does with the lease, the ledger and approvals.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("provider", &self.inner.provider.name())
+            .field("holder", &self.inner.holder)
+            .field("lease_ttl", &self.inner.lease_ttl)
+            .field("busy", &self.inner.busy)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) store: Arc<dyn SessionStore>,
+    pub(crate) handler: Arc<dyn Handler>,
+    pub(crate) agent: Option<AgentHandle>,
+    pub(crate) options: SessionOptions,
+    pub(crate) permission: Arc<dyn Permission>,
+    pub(crate) holder: String,
+    pub(crate) lease_ttl: Duration,
+    pub(crate) busy: BusyPolicy,
+    pub(crate) keep_attached: Option<Duration>,
+    pub(crate) locks: Locks,
+    pub(crate) attachments: Attachments,
+}
+
+/// What one request does.
+pub(crate) enum Request {
+    /// Delivers a user message (opening the conversation, with this metadata, when it is new).
+    Message { text: String, metadata: Map<String, Value> },
+    /// Answers the calls the conversation waits on, with no new message.
+    Resume,
+}
+
+impl Host {
+    /// A builder for a host running conversations on `provider`, keeping them in `store`, with `handler`
+    /// running the custom tools.
+    pub fn builder(provider: Arc<dyn Provider>, store: impl SessionStore, handler: impl Handler) -> HostBuilder {
+        HostBuilder::new(provider, Arc::new(store), Arc::new(handler))
+    }
+
+    pub(crate) fn from_inner(inner: Inner) -> Self {
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// This worker's name in leases.
+    pub fn holder(&self) -> &str {
+        &self.inner.holder
+    }
+
+    /// The store the host keeps its conversations in.
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.inner.store
+    }
+
+    /// Runs one request of conversation `external_id` with `message`: opens the conversation when it is new,
+    /// reattaches to it otherwise (also after a worker died mid-request), and returns the request's result.
+    ///
+    /// Waits for (or, under [`BusyPolicy::FailFast`], refuses with [`Error::Busy`]) a conversation another
+    /// worker drives. A terminated or deleted conversation answers [`Error::ConversationClosed`]. When the permission hook
+    /// defers a call, the answer is [`Error::ApprovalRequired`]: the conversation waits (status
+    /// [`ConversationStatus::AwaitingApproval`]) until [`Host::approve`] / [`Host::deny`] and [`Host::resume`].
+    /// A message to a conversation that waits answers the waiting calls first (with the stored answers, or by
+    /// asking the permission hook again); while one stays deferred, the message is not delivered and the answer
+    /// is [`Error::ApprovalRequired`] again.
+    pub async fn send(&self, external_id: &str, message: impl Into<String>) -> Result<SessionResult, Error> {
+        self.send_with_metadata(external_id, message, Map::new()).await
+    }
+
+    /// [`Host::send`], giving a new conversation `metadata` (searchable with [`ConversationFilter::metadata`]).
+    /// An existing conversation keeps its metadata.
+    pub async fn send_with_metadata(
+        &self,
+        external_id: &str,
+        message: impl Into<String>,
+        metadata: Map<String, Value>,
+    ) -> Result<SessionResult, Error> {
+        let text = message.into();
+        match self.inner.keep_attached {
+            // A client-held conversation has nothing worth keeping attached: each request reopens it from its
+            // transcript anyway.
+            Some(idle) if !self.inner.provider.capabilities().transcript => {
+                self.send_attached(external_id, text, metadata, idle).await
+            }
+            _ => self.request(external_id, Request::Message { text, metadata }, Instant::now()).await,
+        }
+    }
+
+    /// Continues conversation `external_id` with no new message: the calls it waits on (stored approvals, and
+    /// whatever the provider recovers after a worker died) are answered — from the tool ledger when recorded,
+    /// with the stored decisions — and the request runs to its end. [`Error::NothingToResume`] when nothing
+    /// waits; [`Error::NotFound`] when there is no such conversation.
+    pub async fn resume(&self, external_id: &str) -> Result<SessionResult, Error> {
+        let since = Instant::now();
+        self.detach_now(external_id, since).await?;
+        self.request(external_id, Request::Resume, since).await
+    }
+
+    /// Allows the deferred call `tool_use_id` of conversation `external_id` (from any process; no lease).
+    /// It runs when the conversation resumes ([`Host::resume`], or its next message). [`Error::NotFound`] when
+    /// no such approval is stored. A call already answered keeps its first answer.
+    pub async fn approve(&self, external_id: &str, tool_use_id: &str) -> Result<(), Error> {
+        self.decide(external_id, tool_use_id, Decision::Allow).await
+    }
+
+    /// Denies the deferred call `tool_use_id` of conversation `external_id`; the model is told so, with
+    /// `message` when given. Otherwise as [`Host::approve`].
+    pub async fn deny(&self, external_id: &str, tool_use_id: &str, message: Option<String>) -> Result<(), Error> {
+        self.decide(external_id, tool_use_id, Decision::Deny { message }).await
+    }
+
+    async fn decide(&self, external_id: &str, tool_use_id: &str, decision: Decision) -> Result<(), Error> {
+        if self.inner.store.decide(external_id, tool_use_id, &decision).await? {
+            Ok(())
+        } else {
+            Err(Error::NotFound { resource: "approval", name: format!("{external_id}/{tool_use_id}") })
+        }
+    }
+
+    /// The approvals conversation `external_id` waits on, oldest first, each with its answer once given (an
+    /// answered one stays until the conversation resumes and posts it).
+    pub async fn pending_approvals(&self, external_id: &str) -> Result<Vec<StoredApproval>, Error> {
+        self.inner.store.approvals(external_id).await
+    }
+
+    /// The stored record of conversation `external_id`.
+    pub async fn conversation(&self, external_id: &str) -> Result<Option<Conversation>, Error> {
+        self.inner.store.load(external_id).await
+    }
+
+    /// The conversations passing `filter`, oldest first.
+    pub async fn list(&self, filter: &ConversationFilter) -> Result<Vec<Conversation>, Error> {
+        self.inner.store.list(filter).await
+    }
+
+    /// Ends conversation `external_id`: it takes no more messages (its record stays). Takes the lease, so it
+    /// waits for (or is refused by) a request in flight.
+    pub async fn terminate(&self, external_id: &str) -> Result<(), Error> {
+        self.close(external_id, ConversationStatus::Terminated).await
+    }
+
+    /// Deletes conversation `external_id`: it takes no more messages, its transcript and pending approvals are
+    /// dropped (the record stays, marked deleted). Takes the lease like [`Host::terminate`].
+    pub async fn delete(&self, external_id: &str) -> Result<(), Error> {
+        self.close(external_id, ConversationStatus::Deleted).await
+    }
+
+    async fn close(&self, external_id: &str, status: ConversationStatus) -> Result<(), Error> {
+        let since = Instant::now();
+        self.detach_now(external_id, since).await?;
+        let lease = self.take_lease(external_id, since).await?;
+        let outcome = lease
+            .guard(async {
+                let mut record = self.inner.store.load(external_id).await?.ok_or_else(|| not_found(external_id))?;
+                record.status = status;
+                if status == ConversationStatus::Deleted {
+                    record.transcript = None;
+                    for approval in self.inner.store.approvals(external_id).await? {
+                        self.inner.store.remove_approval(external_id, approval.request.tool_use_id()).await?;
+                    }
+                }
+                self.inner.store.save(&record, &lease.lease()).await
+            })
+            .await;
+        lease.release().await;
+        outcome
+    }
+
+    pub(crate) fn attachments(&self) -> &Attachments {
+        &self.inner.attachments
+    }
+
+    pub(crate) fn busy_policy(&self) -> BusyPolicy {
+        self.inner.busy
+    }
+
+    pub(crate) fn provider(&self) -> Arc<dyn Provider> {
+        Arc::clone(&self.inner.provider)
+    }
+
+    pub(crate) fn handler(&self) -> Arc<dyn Handler> {
+        Arc::clone(&self.inner.handler)
+    }
+
+    /// Takes the conversation's lease under the busy policy (first in this process, then in the store).
+    /// Takes the conversation's lease under the busy policy, whose wait counts from `since` (the start of the
+    /// whole call: waiting for this process's own attachment counts too).
+    pub(crate) async fn take_lease(&self, external_id: &str, since: Instant) -> Result<HeldLease, Error> {
+        if external_id.is_empty() {
+            return Err(Error::invalid_option("external_id", "must not be empty"));
+        }
+        let inner = &self.inner;
+        LeaseRequest {
+            store: &inner.store,
+            locks: &inner.locks,
+            holder: &inner.holder,
+            ttl: inner.lease_ttl,
+            busy: inner.busy,
+            since,
+        }
+        .acquire(external_id)
+        .await
+    }
+
+    async fn request(&self, external_id: &str, request: Request, since: Instant) -> Result<SessionResult, Error> {
+        let lease = self.take_lease(external_id, since).await?;
+        let outcome = lease.guard(self.drive(&lease, external_id, request)).await;
+        lease.release().await;
+        outcome
+    }
+
+    /// One request under `lease`: load, mark running, run, save what came of it.
+    pub(crate) async fn drive(
+        &self,
+        lease: &HeldLease,
+        external_id: &str,
+        request: Request,
+    ) -> Result<SessionResult, Error> {
+        let inner = &self.inner;
+        let store = &inner.store;
+        let provider = &*inner.provider;
+        let mut record = match (store.load(external_id).await?, &request) {
+            (Some(record), _) if record.status.is_closed() => {
+                return Err(Error::ConversationClosed { external_id: external_id.to_string(), status: record.status });
+            }
+            (Some(record), _) => record,
+            (None, Request::Resume) => return Err(not_found(external_id)),
+            (None, Request::Message { metadata, .. }) => {
+                let mut record = Conversation::new(external_id, provider.name());
+                record.metadata = metadata.clone();
+                record
+            }
+        };
+        if record.provider != provider.name() {
+            return Err(Error::invalid_option(
+                "provider",
+                format!("conversation `{external_id}` runs on `{}`, not on `{}`", record.provider, provider.name()),
+            ));
+        }
+        let transcripts = provider.capabilities().transcript;
+        let attachable = if transcripts {
+            record.transcript.as_ref().is_some_and(|transcript| !transcript.is_empty())
+        } else {
+            record.session_id.is_some()
+        };
+        if matches!(request, Request::Resume) && !attachable {
+            return Err(Error::NothingToResume);
+        }
+        let waiting = self.still_waiting(&record, lease).await?;
+        let options = self.options_for(&record, &request, waiting.clone());
+        record.status = ConversationStatus::Running;
+        record.requests = record.requests.saturating_add(1);
+        store.save(&record, &lease.lease()).await?;
+
+        let opened = Opened { inner: provider, store, lease: lease.lease(), record: Mutex::new(record) };
+        let outcome = Session::run(&opened, Arc::clone(&inner.handler), options).await;
+        let mut record = opened.into_record();
+        // What a request leaves behind: its session id, and (client-held conversations) its transcript — unless
+        // it failed: a failed request's transcript may end in calls it never answered (a turn limit, a guard, a
+        // timeout), which the next request would take as waiting. The conversation goes on from the last request
+        // that ended well, or that stopped for approvals.
+        let keep = |record: &mut Conversation, result: &SessionResult, transcript: bool| {
+            if result.session_id.is_some() {
+                record.session_id.clone_from(&result.session_id);
+            }
+            if transcript && transcripts && result.transcript.is_some() {
+                record.transcript.clone_from(&result.transcript);
+            }
+        };
+        match &outcome {
+            Ok(result) => {
+                keep(&mut record, result, true);
+                // The calls that waited were answered and posted: forget them before the record says so, so a
+                // crash in between never has them posted twice.
+                for tool_use in &waiting {
+                    store.remove_approval(external_id, &tool_use.id).await?;
+                }
+                record.status = ConversationStatus::Idle;
+                record.last_error = None;
+            }
+            Err(Error::LeaseLost { .. }) => return outcome,
+            Err(Error::ApprovalRequired { requests, partial }) => {
+                keep(&mut record, partial, true);
+                for request in requests {
+                    if let Err(error) = store.put_approval(external_id, request).await {
+                        // Never leave the record saying `Running` for a request that is over.
+                        record.status = ConversationStatus::Failed;
+                        record.last_error = Some(error.to_string());
+                        store.save(&record, &lease.lease()).await?;
+                        return Err(error);
+                    }
+                }
+                record.status = ConversationStatus::AwaitingApproval;
+                record.last_error = None;
+            }
+            Err(Error::NothingToResume) => {
+                record.status = ConversationStatus::Idle;
+            }
+            Err(error) => {
+                if let Some(partial) = error.partial_result() {
+                    keep(&mut record, partial, false);
+                }
+                record.status = ConversationStatus::Failed;
+                record.last_error = Some(error.to_string());
+            }
+        }
+        store.save(&record, &lease.lease()).await?;
+        outcome
+    }
+
+    /// The stored approvals whose calls still wait for an answer. An approval whose answer is in the ledger was
+    /// answered by an earlier request (and posted, or about to be: a provider that recovers its pending calls
+    /// answers it again from the ledger); it is forgotten here, so its call is never handed to a session again —
+    /// the loop host may have moved on, and a second answer would be refused.
+    async fn still_waiting(&self, record: &Conversation, lease: &HeldLease) -> Result<Vec<ToolUse>, Error> {
+        let store = &self.inner.store;
+        let external_id = &record.external_id;
+        let scope = record.session_id.as_deref().map(|id| ledger::scope(&record.provider, id));
+        let mut waiting = Vec::new();
+        for stored in store.approvals(external_id).await? {
+            let tool_use = stored.request.tool_use;
+            let answered = match &scope {
+                Some(scope) => store.recorded(scope, &tool_use.id).await?.is_some_and(|entry| entry.answers(&tool_use)),
+                None => false,
+            };
+            if answered {
+                lease.check()?;
+                store.remove_approval(external_id, &tool_use.id).await?;
+            } else {
+                waiting.push(tool_use);
+            }
+        }
+        Ok(waiting)
+    }
+
+    /// The request's session options: the template, the prompt, the session to reattach, the ledger and the
+    /// permission hook.
+    fn options_for(&self, record: &Conversation, request: &Request, waiting: Vec<ToolUse>) -> SessionOptions {
+        let inner = &self.inner;
+        let mut options = inner.options.clone();
+        if let Some(agent) = &inner.agent {
+            options = options.agent(agent.clone());
+        }
+        if let Request::Message { text, .. } = request {
+            options = options.prompt(text.clone());
+        }
+        let resuming = !waiting.is_empty();
+        if inner.provider.capabilities().transcript {
+            // A client-held conversation continues from its transcript. Its session id only keys the ledger:
+            // reuse it while calls of the request that stopped still wait, else let the provider make a new one
+            // (a model's call ids need not be unique across requests).
+            if let Some(transcript) = record.transcript.clone().filter(|transcript| !transcript.is_empty()) {
+                options = options.history(transcript);
+            }
+            if resuming && let Some(session_id) = &record.session_id {
+                options = options.session_id(session_id.clone());
+            }
+        } else if let Some(session_id) = &record.session_id {
+            options = options.session_id(session_id.clone());
+        }
+        self.with_services(options.resume_tool_uses(waiting), record)
+    }
+
+    /// The options of a live session kept attached to `record`'s session (nothing pending, no prompt: it waits
+    /// for messages).
+    pub(crate) fn live_options(&self, record: &Conversation) -> SessionOptions {
+        let mut options = self.inner.options.clone();
+        if let Some(agent) = &self.inner.agent {
+            options = options.agent(agent.clone());
+        }
+        if let Some(session_id) = &record.session_id {
+            options = options.session_id(session_id.clone());
+        }
+        self.with_services(options, record)
+    }
+
+    /// The store as the tool ledger, and the host's permission hook for `record`'s conversation.
+    fn with_services(&self, options: SessionOptions, record: &Conversation) -> SessionOptions {
+        let inner = &self.inner;
+        options.tool_ledger(Arc::clone(&inner.store)).permission(HostPermission {
+            store: Arc::clone(&inner.store),
+            external_id: record.external_id.clone(),
+            inner: Arc::clone(&inner.permission),
+        })
+    }
+}
+
+fn not_found(external_id: &str) -> Error {
+    Error::NotFound { resource: "conversation", name: external_id.to_string() }
+}

@@ -1,0 +1,107 @@
+//! # managed-agents-host
+//!
+//! Durable conversations for [managed-agents](https://crates.io/crates/managed-agents): a [`Host`] runs the
+//! next request of a conversation keyed by **your** id (a chat thread, an issue number), in whichever process
+//! the message arrives, one request at a time per conversation, and picks up after a worker that died.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use managed_agents_conformance::{Script, ScriptTurn, reference::RequestResponseReference};
+//! use managed_agents_core::conversation::{ConversationStatus, MemorySessionStore};
+//! use managed_agents_core::tool_fn;
+//! use managed_agents_host::Host;
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), managed_agents_core::Error> {
+//! let script = Script::new()
+//!     .turn(ScriptTurn::tool_call("c1", "add", json!({"a": 2, "b": 3})))
+//!     .turn(ScriptTurn::text("2 + 3 = 5"))
+//!     .turn(ScriptTurn::text("You asked about 2 + 3."));
+//! let provider = Arc::new(RequestResponseReference::new(script));
+//! let add = tool_fn(|_, input| async move {
+//!     Ok((input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)).to_string())
+//! });
+//! // `MemorySessionStore` keeps everything in this process; `managed-agents-store` has SQLite and PostgreSQL.
+//! let host = Host::builder(provider, MemorySessionStore::new(), add).build()?;
+//!
+//! assert_eq!(host.send("thread-42", "What is 2 + 3?").await?.text, "2 + 3 = 5");
+//! // The same external id continues the same conversation.
+//! assert_eq!(host.send("thread-42", "What did I ask?").await?.text, "You asked about 2 + 3.");
+//! let record = host.conversation("thread-42").await?.expect("stored");
+//! assert_eq!((record.status, record.requests), (ConversationStatus::Idle, 2));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## One request
+//!
+//! [`Host::send`] takes the conversation's **lease** in the store (waiting for, or refusing with
+//! [`Error::Busy`](managed_agents_core::Error::Busy), a conversation another worker drives — see
+//! [`BusyPolicy`]), loads its record and runs exactly one request with
+//! [`Session::run`](managed_agents_core::Session::run):
+//!
+//! * a new conversation opens a new session, and its session id is saved the moment it is opened;
+//! * an existing one reattaches: by session id on providers that keep the conversation (Claude, AgentCore), by
+//!   its stored transcript on providers that leave it to the client (Local: capability `transcript`);
+//! * the store is the session's [tool ledger](managed_agents_core::ledger) and the host's permission hook
+//!   decides each tool call (below);
+//! * the record says [`ConversationStatus::Running`](managed_agents_core::conversation::ConversationStatus)
+//!   while the request runs, then what came of it (session id, transcript, status, last error, request count);
+//!   every write is fenced by the lease.
+//!
+//! The lease is renewed every third of its time to live ([`HostBuilder::lease_ttl`], 30 s by default) while
+//! the request runs. A renewal that finds the lease taken stops the request with
+//! [`Error::LeaseLost`](managed_agents_core::Error::LeaseLost): the worker that took it drives the
+//! conversation now, and this one's writes would be refused anyway. So does a lease that reaches the end of its
+//! time to live without a successful renewal (a store that hangs or cannot be reached), counted from the moment
+//! the lease was asked for: by then another worker may have taken the conversation over.
+//!
+//! ## A worker that dies
+//!
+//! Its lease expires after at most its time to live; the record still says `Running`. The next
+//! [`Host::send`] or [`Host::resume`], in any process, takes the lease and reattaches by session id: the
+//! provider recovers the calls the session still waits on, and each is answered **from the ledger** when its
+//! answer was recorded (the tool does not run again), else run. So a tool runs again only when the worker died
+//! *during* its run: tools are run **at least once**, and each sees a stable idempotency key,
+//! [`ToolUse::id`](managed_agents_core::ToolUse), the same on every retry. Each answer is posted once.
+//!
+//! A client-held conversation (Local) is saved when a request ends well (or stops for approvals): the request a
+//! dead worker was running is lost, and so is a request that failed (a turn limit, a guard, a timeout — its
+//! transcript may end in calls it never answered); the conversation continues from the transcript before.
+//!
+//! ## Approvals
+//!
+//! The host's permission hook ([`HostBuilder::permission`], default
+//! [`DefaultPermission`](managed_agents_core::approval::DefaultPermission)) decides each call that has no
+//! stored answer. When it defers, the request is stored ([`Host::pending_approvals`]) and the run ends with
+//! [`Error::ApprovalRequired`](managed_agents_core::Error::ApprovalRequired); the conversation waits
+//! (`AwaitingApproval`). A person answers from any process — [`Host::approve`], [`Host::deny`] (no lease
+//! needed) — and [`Host::resume`] (or the next message) runs the waiting calls with those answers. An approval is
+//! handed to a session only until its answer is in the ledger: the request after that forgets it, so an answer
+//! is never posted to a loop host that has moved on.
+//!
+//! ## Keeping conversations attached
+//!
+//! With [`HostBuilder::keep_attached`], a conversation's live session stays open between messages while this
+//! host holds its lease (renewed), and is detached — closed, status `Detached`, lease given back — after the
+//! given idle time; the next message, from any process, reattaches. [`Host::is_attached`] says whether this
+//! host holds one right now.
+//!
+//! ## Lookup and management
+//!
+//! [`Host::conversation`], [`Host::list`] (by status, provider, metadata given with
+//! [`Host::send_with_metadata`]), [`Host::terminate`] and [`Host::delete`] (which also drops the transcript and
+//! the pending approvals), the last two under the lease.
+
+mod host;
+mod lease;
+mod live;
+mod opened;
+mod permission;
+mod settings;
+
+pub use host::Host;
+pub use settings::{
+    BusyPolicy, DEFAULT_BUSY_WAIT, DEFAULT_LEASE_TTL, HostBuilder, MAX_LEASE_TTL, MIN_LEASE_TTL, default_holder,
+};
