@@ -161,6 +161,7 @@ pub mod session;
 pub mod settings;
 mod spec;
 mod tool;
+pub mod tools;
 mod usage;
 
 /// The attribute for implementing [`Provider`], [`Connection`] (and its two kinds) and [`Handler`] with `async fn`s
@@ -177,6 +178,8 @@ pub use provider::{
     Reconnected, RequestResponseConnection, StreamItem, StreamingConnection, TurnInput,
 };
 pub use result::{SessionResult, Terminal, TerminalReason, TurnResult};
+/// The `schemars` crate, whose `JsonSchema` derive gives a typed [`tools::Tool`] its input schema.
+pub use schemars;
 pub use seen::SeenIds;
 pub use session::{
     GuardContext, GuardDecision, Notification, ReconnectPolicy, Session, SessionHandle, SessionOptions, TurnGuard,

@@ -57,6 +57,12 @@ impl AgentSpec {
         self
     }
 
+    /// Adds several tools (a [`Toolbox`](crate::tools::Toolbox)'s `schemas()`, say).
+    pub fn tools(mut self, tools: impl IntoIterator<Item = ToolSchema>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
     /// Sets the model.
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());

@@ -21,25 +21,49 @@ mod support;
 
 use std::io::Write;
 
-use managed_agents::{Event, Handler, Session, SessionInfo, SessionOptions, ToolOutput, ToolSchema, ToolUse};
+use managed_agents::tools::{Tool, ToolValue, Toolbox};
+use managed_agents::{BoxError, Event, Handler, Session, SessionInfo, SessionOptions, ToolOutput, ToolUse};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
 use managed_agents_local::emulator::ChatEmulator;
 use managed_agents_local::{Local, LocalBuilder};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 
-/// The local tools, and what the user sees of the session.
-struct WeatherDesk;
+/// A typed tool: its input schema is derived from `WeatherArgs`, and the model's input arrives decoded.
+struct GetWeather;
+
+/// What the model passes to `get_weather`.
+#[derive(Deserialize, JsonSchema)]
+struct WeatherArgs {
+    /// The city, e.g. "Oslo".
+    city: String,
+}
 
 #[managed_agents::async_trait]
-impl Handler for WeatherDesk {
-    async fn handle_tool_call_with_info(&self, call: &ToolUse, _info: &SessionInfo) -> ToolOutput {
-        let output: ToolOutput = match call.name.as_str() {
-            "get_weather" => {
-                let city = call.input["city"].as_str().ok_or("`city` is missing")?;
-                Ok(json!({"city": city, "forecast": "sunny", "high_c": 21}).to_string())
-            }
-            other => Err(format!("no tool named {other}").into()),
-        };
+impl Tool for GetWeather {
+    type Args = WeatherArgs;
+
+    fn name(&self) -> &str {
+        "get_weather"
+    }
+
+    fn description(&self) -> &str {
+        "Today's weather for a city"
+    }
+
+    async fn call(&self, args: WeatherArgs, _info: &SessionInfo) -> Result<ToolValue, BoxError> {
+        Ok(json!({"city": args.city, "forecast": "sunny", "high_c": 21}).into())
+    }
+}
+
+/// The toolbox runs the tools; this shows the user what happens.
+struct Console(Toolbox);
+
+#[managed_agents::async_trait]
+impl Handler for Console {
+    async fn handle_tool_call_with_info(&self, call: &ToolUse, info: &SessionInfo) -> ToolOutput {
+        let output = self.0.handle_tool_call_with_info(call, info).await;
         match &output {
             Ok(text) => println!("\n  ↳ tool {}({}) = {text}", call.name, call.input),
             Err(error) => println!("\n  ↳ tool {}({}) failed: {error}", call.name, call.input),
@@ -75,9 +99,13 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let weather = ToolSchema::with_string_params("get_weather", "Today's weather for a city", &["city"]);
+    // One toolbox: it routes the calls, and its schemas (derived from the argument types) are what the model sees.
+    let toolbox = Toolbox::builder().tool(GetWeather).build()?;
     let setup = |builder: LocalBuilder| {
-        builder.system_prompt("You answer weather questions using your tools.").tool(weather.clone())
+        toolbox
+            .schemas()
+            .into_iter()
+            .fold(builder.system_prompt("You answer weather questions using your tools."), LocalBuilder::tool)
     };
     // Keeps the emulator alive for the whole run when no endpoint is configured.
     let (provider, _emulator) = match std::env::var("OPENAI_BASE_URL") {
@@ -97,7 +125,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     print!("assistant: ");
     let options = SessionOptions::new().prompt("What is the weather in Oslo and Lisbon?");
-    let result = Session::run(&provider, WeatherDesk, options).await?;
+    let result = Session::run(&provider, Console(toolbox), options).await?;
     println!();
     support::print_summary(&result);
     Ok(())
