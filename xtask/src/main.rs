@@ -29,6 +29,8 @@ const LIBRARIES: &[&str] = &[
     "managed-agents",
     "managed-agents-store",
     "managed-agents-host",
+    "managed-agents-mcp",
+    "managed-agents-cli", // the `managed-agents` binary: checked alone and per feature like the libraries
 ];
 
 /// The umbrella's examples and the features each requires (its `required-features` in

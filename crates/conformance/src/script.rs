@@ -9,7 +9,37 @@ use serde_json::Value;
 ///
 /// A backend plays the turns in order, one per input, and fails loudly when an input arrives after the last
 /// turn (an unexpected model call) — see [`crate::InputLog`] for what it received.
+///
+/// # As JSON
+///
+/// A script reads from (and writes to) JSON with `serde`, so a file can hold one (the command-line runner's
+/// `--script`). Each turn is an object; every field may be left out:
+///
+/// * `text`: the assistant text, one string or an array of the chunks to stream it in;
+/// * `tool_calls`: custom tool calls, each `{"id": …, "name": …, "input": {…}}` (`"host_side": true` for a
+///   host-side call that asks for confirmation first);
+/// * `stop`: how the turn ends — `{"type": "end_turn"}`, `{"type": "tool_use"}` or
+///   `{"type": "terminated", "reason": "max_tokens"}`; left out, `tool_use` when the turn calls tools, else
+///   `end_turn`;
+/// * `usage`: `{"input_tokens": 10, "output_tokens": 5}`;
+/// * `faults`: faults to inject (see [`Fault`]; each `{"type": "duplicate_events"}` and so on).
+///
+/// ```
+/// use managed_agents_conformance::{Script, ScriptTurn};
+/// use serde_json::json;
+///
+/// let script: Script = serde_json::from_value(json!({"turns": [
+///     {"tool_calls": [{"id": "c1", "name": "time__get_current_time", "input": {"timezone": "Asia/Tokyo"}}]},
+///     {"text": "It is 9 in the evening in Tokyo.", "usage": {"input_tokens": 30, "output_tokens": 9}}
+/// ]}))?;
+/// assert_eq!(script.turns[0], ScriptTurn::tool_call("c1", "time__get_current_time", json!({"timezone": "Asia/Tokyo"})));
+/// assert_eq!(script.turns[1], ScriptTurn::text("It is 9 in the evening in Tokyo.").with_usage(30, 9));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+///
+/// Unknown fields are refused, so a misspelt one is an error rather than a silently empty turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Script {
     /// The turns, in order.
     pub turns: Vec<ScriptTurn>,
@@ -28,8 +58,9 @@ impl Script {
     }
 }
 
-/// One model turn.
+/// One model turn. Its JSON form is described on [`Script`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "TurnFile")]
 pub struct ScriptTurn {
     /// Assistant text, in the chunks the wire should stream it in.
     #[serde(default)]
@@ -45,6 +76,43 @@ pub struct ScriptTurn {
     /// Faults to inject while playing the turn.
     #[serde(default)]
     pub faults: Vec<Fault>,
+}
+
+/// A turn as JSON gives it: text as one string or chunks, the stop left out when it follows from the calls.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TurnFile {
+    #[serde(default)]
+    text: Option<TextFile>,
+    #[serde(default)]
+    tool_calls: Vec<ScriptToolCall>,
+    #[serde(default)]
+    stop: Option<ScriptStop>,
+    #[serde(default)]
+    usage: Option<ScriptUsage>,
+    #[serde(default)]
+    faults: Vec<Fault>,
+}
+
+/// A turn's text: one string, or the chunks to stream it in.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TextFile {
+    One(String),
+    Chunks(Vec<String>),
+}
+
+impl From<TurnFile> for ScriptTurn {
+    fn from(file: TurnFile) -> Self {
+        let text = match file.text {
+            None => Vec::new(),
+            Some(TextFile::One(text)) => vec![text],
+            Some(TextFile::Chunks(chunks)) => chunks,
+        };
+        let stop =
+            file.stop.unwrap_or(if file.tool_calls.is_empty() { ScriptStop::EndTurn } else { ScriptStop::ToolUse });
+        Self { text, tool_calls: file.tool_calls, stop, usage: file.usage, faults: file.faults }
+    }
 }
 
 impl ScriptTurn {
@@ -154,6 +222,7 @@ impl ScriptTurn {
 /// A scripted tool call: a custom tool (the client runs it), or a host-side tool that asks the client to confirm
 /// it first ([`ScriptToolCall::host`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScriptToolCall {
     /// The call id (backends use it as the wire's tool-use id).
     pub id: String,
@@ -255,5 +324,48 @@ impl Fault {
             Fault::DropStreamAfter { events } => Some(*events),
             _ => None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_script_survives_a_round_trip_through_json() {
+        let script = Script::new()
+            .turn(
+                ScriptTurn::tool_calls([
+                    ScriptToolCall::new("c1", "add", json!({"a": 1})),
+                    ScriptToolCall::host("c2", "bash", json!({})),
+                ])
+                .with_text("Adding.")
+                .with_usage(3, 4)
+                .with_fault(Fault::DuplicateEvents),
+            )
+            .turn(ScriptTurn::chunks(["a", "b"]))
+            .turn(ScriptTurn::terminated("max_tokens"));
+        let encoded = serde_json::to_value(&script).unwrap();
+        assert_eq!(serde_json::from_value::<Script>(encoded).unwrap(), script);
+    }
+
+    #[test]
+    fn the_short_form_infers_the_stop_and_takes_text_as_one_string() {
+        let script: Script = serde_json::from_value(json!({"turns": [
+            {"tool_calls": [{"id": "c1", "name": "add", "input": {"a": 1}}], "text": "Adding."},
+            {"text": ["It is ", "3."]},
+            {}
+        ]}))
+        .unwrap();
+        assert_eq!(script.turns[0], ScriptTurn::tool_call("c1", "add", json!({"a": 1})).with_text("Adding."));
+        assert_eq!(script.turns[1], ScriptTurn::chunks(["It is ", "3."]));
+        assert_eq!(script.turns[2], ScriptTurn::chunks(Vec::<String>::new()));
+    }
+
+    #[test]
+    fn a_misspelt_field_is_an_error() {
+        let error = serde_json::from_value::<Script>(json!({"turns": [{"tool_call": []}]})).unwrap_err();
+        assert!(error.to_string().contains("tool_call"), "{error}");
     }
 }

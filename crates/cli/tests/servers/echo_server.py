@@ -1,0 +1,64 @@
+"""A minimal MCP server over stdio (newline-delimited JSON-RPC), for the command-line runner's tests.
+
+Tools: `echo` answers "echo: <text>"; `fail` answers an error result (isError). Standard library only.
+"""
+
+import json
+import sys
+
+TOOLS = [
+    {
+        "name": "echo",
+        "description": "Repeats the text it is given",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
+    {
+        "name": "fail",
+        "description": "Always fails",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+]
+
+
+def answer(request):
+    method = request.get("method")
+    params = request.get("params") or {}
+    if method == "initialize":
+        return {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "echo", "version": "1.0.0"},
+        }
+    if method == "ping":
+        return {}
+    if method == "tools/list":
+        return {"tools": TOOLS}
+    if method == "tools/call":
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        if name == "echo":
+            return {"content": [{"type": "text", "text": "echo: " + str(arguments.get("text", ""))}]}
+        if name == "fail":
+            return {"content": [{"type": "text", "text": "this tool always fails"}], "isError": True}
+        raise LookupError("no tool named " + str(name))
+    raise LookupError("no method " + str(method))
+
+
+def main():
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        request = json.loads(line)
+        if "id" not in request:
+            continue  # a notification
+        try:
+            reply = {"jsonrpc": "2.0", "id": request["id"], "result": answer(request)}
+        except LookupError as error:
+            reply = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": str(error)}}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
