@@ -585,6 +585,7 @@ mod tests {
             usage: Usage::default(),
             turns: 3,
             events: vec![event; 1000],
+            events_dropped: 0,
             reconnects: 0,
             transcript: None,
         });

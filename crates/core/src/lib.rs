@@ -182,7 +182,8 @@ pub use result::{SessionResult, Terminal, TerminalReason, TurnResult};
 pub use schemars;
 pub use seen::SeenIds;
 pub use session::{
-    GuardContext, GuardDecision, Notification, ReconnectPolicy, Session, SessionHandle, SessionOptions, TurnGuard,
+    EventRetention, GuardContext, GuardDecision, Notification, ReconnectPolicy, Session, SessionHandle, SessionOptions,
+    TurnGuard,
 };
 pub use spec::{AgentHandle, AgentSpec, EnvironmentHandle, EnvironmentSpec, Networking, Runtime};
 pub use tool::{ToolKind, ToolResult, ToolSchema, ToolUse};

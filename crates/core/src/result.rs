@@ -112,9 +112,15 @@ pub struct SessionResult {
     #[serde(default)]
     pub reconnects: u32,
     /// Every raw event of this request, each exactly once, in arrival order. (The handler's event callback is
-    /// at-least-once; this record is the exactly-once one.)
+    /// at-least-once; this record is the exactly-once one.) A bounded
+    /// [`EventRetention`](crate::EventRetention) keeps only the newest; [`SessionResult::events_dropped`] counts
+    /// the rest.
     #[serde(default)]
     pub events: Vec<Event>,
+    /// How many of this request's events the [`EventRetention`](crate::EventRetention) left out of
+    /// [`SessionResult::events`] (0 under the default, which keeps them all).
+    #[serde(default)]
+    pub events_dropped: u64,
     /// The provider's client-held conversation history (providers with the transcript capability), verbatim.
     #[serde(default)]
     pub transcript: Option<Vec<Value>>,
@@ -136,6 +142,7 @@ impl SessionResult {
             turns: 0,
             reconnects: 0,
             events: Vec::new(),
+            events_dropped: 0,
             transcript: None,
         }
     }
@@ -165,6 +172,7 @@ mod tests {
             usage: Usage::new(3, 4),
             turns: 2,
             events: vec![Event::from_value(json!({"type": "agent.message", "id": "e1"})).unwrap()],
+            events_dropped: 0,
             reconnects: 1,
             transcript: Some(vec![json!({"role": "user", "content": "hi"})]),
         };

@@ -1,6 +1,7 @@
 //! The ids a session has seen, in a window of bounded size.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 
 use crate::Event;
 
@@ -11,8 +12,9 @@ use crate::Event;
 /// history events the session has not seen with [`SeenIds::unseen`].
 #[derive(Debug, Clone)]
 pub struct SeenIds {
-    ids: HashSet<String>,
-    order: VecDeque<String>,
+    // Each id is stored once, shared by the set and the order.
+    ids: HashSet<Arc<str>>,
+    order: VecDeque<Arc<str>>,
     capacity: usize,
     forgotten: bool,
 }
@@ -30,16 +32,16 @@ impl SeenIds {
     }
 
     /// A window holding `ids` (in that order) with room for `capacity`.
-    pub fn from_ids<I: IntoIterator<Item = S>, S: Into<String>>(capacity: usize, ids: I) -> Self {
+    pub fn from_ids<I: IntoIterator<Item = S>, S: AsRef<str>>(capacity: usize, ids: I) -> Self {
         let mut seen = Self::with_capacity(capacity);
         seen.extend(ids);
         seen
     }
 
     /// Remembers `id`; false when it was already there.
-    pub fn insert(&mut self, id: impl Into<String>) -> bool {
-        let id = id.into();
-        if self.ids.contains(&id) {
+    pub fn insert(&mut self, id: impl AsRef<str>) -> bool {
+        let id = id.as_ref();
+        if self.ids.contains(id) {
             return false;
         }
         if self.order.len() == self.capacity
@@ -48,13 +50,14 @@ impl SeenIds {
             self.ids.remove(&oldest);
             self.forgotten = true;
         }
-        self.ids.insert(id.clone());
+        let id: Arc<str> = Arc::from(id);
+        self.ids.insert(Arc::clone(&id));
         self.order.push_back(id);
         true
     }
 
     /// Remembers every id of `ids`, in order.
-    pub fn extend<I: IntoIterator<Item = S>, S: Into<String>>(&mut self, ids: I) {
+    pub fn extend<I: IntoIterator<Item = S>, S: AsRef<str>>(&mut self, ids: I) {
         for id in ids {
             self.insert(id);
         }
@@ -63,7 +66,7 @@ impl SeenIds {
     /// Forgets `id` (e.g. a tool call whose result may not have arrived).
     pub fn remove(&mut self, id: &str) {
         if self.ids.remove(id) {
-            self.order.retain(|kept| kept != id);
+            self.order.retain(|kept| &**kept != id);
         }
     }
 

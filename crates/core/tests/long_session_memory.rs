@@ -2,10 +2,8 @@
 //! the bytes held (allocated minus freed) after 1,000 requests and after 10,000; what the session remembers to
 //! drop redeliveries is a window, results are handed over and not kept.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use async_trait::async_trait;
 use managed_agents_core::{
@@ -15,28 +13,10 @@ use managed_agents_core::{
 use managed_agents_core::{Session, SessionOptions};
 use serde_json::json;
 
-struct Counting;
-
-static HELD: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts sizes.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        HELD.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        HELD.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: `ptr` was allocated by `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+mod counting;
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// A loop host that answers every input with one message and an idle status, each with a fresh id, and keeps
 /// nothing: whatever grows is the session's.
@@ -121,10 +101,10 @@ fn ten_thousand_requests_hold_no_more_memory_than_one_thousand() {
             assert_eq!(result.events.len(), 2, "request {request}");
             drop(result);
             if request == 1_000 {
-                held_after_warmup = HELD.load(Ordering::Relaxed);
+                held_after_warmup = counting::held();
             }
         }
-        let grown = HELD.load(Ordering::Relaxed) - held_after_warmup;
+        let grown = counting::held() - held_after_warmup;
         // 9,000 more requests, 18,000 more event ids (about 40 bytes each when kept): flat means far below that.
         assert!(grown < 32 * 1024, "the session grew by {grown} bytes over 9,000 requests");
         session.close().await;

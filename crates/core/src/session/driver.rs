@@ -68,10 +68,17 @@ pub(crate) enum HandleCommand {
     Decide(String, Decision, oneshot::Sender<Result<(), Error>>),
 }
 
+/// Where a live session's notifications go. Boxed: an unbounded channel allocates its slots 32 at a time, and a
+/// parked session should not hold 32 slots of a whole result each.
+pub(crate) type NotificationSender = mpsc::UnboundedSender<Box<Notification>>;
+
+/// Where a handle's commands go, boxed for the same reason.
+pub(crate) type CommandSender = mpsc::UnboundedSender<Box<HandleCommand>>;
+
 /// The channels between a live session and its handle.
 pub(crate) struct LiveLink {
-    pub(crate) commands: mpsc::UnboundedReceiver<HandleCommand>,
-    pub(crate) notifications: mpsc::UnboundedSender<Notification>,
+    pub(crate) commands: mpsc::UnboundedReceiver<Box<HandleCommand>>,
+    pub(crate) notifications: NotificationSender,
 }
 
 enum Step {
@@ -161,7 +168,10 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
     }
 
     /// Runs the session to its end (a synchronous run) or until the handle closes (a live session).
-    pub(crate) async fn run(mut self) -> Result<SessionResult, Error> {
+    ///
+    /// The driver is boxed: a future stores its argument and the body's copy of it side by side, and a live
+    /// session's task lives as long as the session.
+    pub(crate) async fn run(mut self: Box<Self>) -> Result<SessionResult, Error> {
         let mut queue: VecDeque<Command> = self.machine.handle(Signal::Started).into();
         loop {
             while let Some(command) = queue.pop_front() {
@@ -190,10 +200,14 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         match command {
             Command::Drive(input) => match &mut self.connection {
                 OpenConnection::Streaming(connection) => {
-                    let pushed = tokio::select! {
-                        pushed = CatchUnwind::new(connection.push(input)) => pushed,
-                        () = until(self.deadline) => return Step::End(Err(self.timed_out())),
-                    };
+                    let deadline = self.deadline;
+                    let push = Box::pin(async move {
+                        tokio::select! {
+                            pushed = CatchUnwind::new(connection.push(input)) => Some(pushed),
+                            () = until(deadline) => None,
+                        }
+                    });
+                    let Some(pushed) = push.await else { return Step::End(Err(self.timed_out())) };
                     match pushed {
                         Ok(Ok(())) => Step::Continue,
                         Ok(Err(error)) => Step::Feed(Signal::DriveFailed(error)),
@@ -266,7 +280,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                     Err(error) => Notification::Failed(error),
                 };
                 // A handle that stopped listening still may send messages: keep going.
-                let _ = link.notifications.send(notification);
+                let _ = link.notifications.send(Box::new(notification));
                 Step::Continue
             }
         }
@@ -279,9 +293,11 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
     /// Waits for the next thing that happens in the current phase.
     async fn wait(&mut self) -> Wake {
         match std::mem::replace(&mut self.awaiting, Awaiting::Events) {
-            Awaiting::Poll(input) => return self.poll_turn(input).await,
-            Awaiting::Tools(batch) => return self.wait_for_tools(batch).await,
-            Awaiting::Reconnect(attempt) => return self.reconnect(attempt).await,
+            // Boxed: a parked live session waits here for months, and its task is as large as the largest state
+            // inline in it. These waits live on the heap only while they last.
+            Awaiting::Poll(input) => return Box::pin(self.poll_turn(input)).await,
+            Awaiting::Tools(batch) => return Box::pin(self.wait_for_tools(batch)).await,
+            Awaiting::Reconnect(attempt) => return Box::pin(self.reconnect(attempt)).await,
             Awaiting::Events => {}
         }
         let Self { connection, live, deadline, provider, .. } = self;
@@ -380,7 +396,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         if attempt > 0 {
             tracing::info!(attempt, ?delay, "event stream dropped; reconnecting");
             if let Some(link) = &self.live {
-                let _ = link.notifications.send(Notification::Reconnecting { attempt, delay });
+                let _ = link.notifications.send(Box::new(Notification::Reconnecting { attempt, delay }));
             }
         }
         let Self { connection, machine, live, deadline, held_messages, .. } = self;
@@ -554,7 +570,7 @@ fn unsupported<P: Provider + ?Sized>(provider: &P, operation: &'static str) -> E
 
 async fn next_command(live: &mut Option<LiveLink>) -> Option<HandleCommand> {
     match live {
-        Some(link) => link.commands.recv().await,
+        Some(link) => link.commands.recv().await.map(|command| *command),
         None => pending().await,
     }
 }

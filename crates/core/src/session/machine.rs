@@ -10,6 +10,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde_json::Value;
 
 use super::options::{GuardContext, GuardDecision, SessionOptions, TurnGuard};
+use super::retention::{EventRetention, Retained};
 use crate::approval::ApprovalRequest;
 use crate::{
     DEFAULT_KICKOFF_PROMPT, Error, Event, Mode, Outcome, SeenIds, SessionResult, Terminal, TerminalReason, ToolResult,
@@ -54,6 +55,8 @@ pub struct MachineConfig {
     pub seen_window: usize,
     /// Tool calls the caller knows a resumed session waits on (see [`SessionOptions::resume_tool_uses`]).
     pub resume_tool_uses: Vec<ToolUse>,
+    /// What the session keeps of a request's events (see [`SessionOptions::event_retention`]).
+    pub retention: EventRetention,
 }
 
 impl MachineConfig {
@@ -73,6 +76,7 @@ impl MachineConfig {
             max_reconnect_attempts: options.reconnect.max_attempts,
             seen_window: options.seen_window,
             resume_tool_uses: options.resume_tool_uses.clone(),
+            retention: options.retention,
         }
     }
 }
@@ -180,15 +184,29 @@ pub enum Phase {
 #[derive(Debug, Clone, Default)]
 struct Request {
     turns: u32,
-    events: Vec<Event>,
-    custom_tool_uses: Vec<ToolUse>,
-    server_tool_uses: Vec<ToolUse>,
+    events: Retained<Event>,
+    custom_tool_uses: Retained<ToolUse>,
+    server_tool_uses: Retained<ToolUse>,
+    /// Whether the enforced terminal tool was called in this request (tool calls may not all be kept).
+    terminal_tool_called: bool,
     usage: Usage,
     reprompts_left: u32,
     last_terminal: Option<Terminal>,
     last_stop_reason: Option<Value>,
     last_text: String,
     reconnects: u32,
+}
+
+impl Request {
+    fn new(reprompts_left: u32, retention: EventRetention) -> Self {
+        Self {
+            reprompts_left,
+            events: Retained::new(retention),
+            custom_tool_uses: Retained::new(retention),
+            server_tool_uses: Retained::new(retention),
+            ..Self::default()
+        }
+    }
 }
 
 /// The session loop's state.
@@ -200,6 +218,9 @@ pub struct Machine {
     seen: SeenIds,
     turn_buffer: Vec<Event>,
     live_events: Vec<Event>,
+    /// The events since the last input was sent, kept only when the request's record is bounded (to recover the
+    /// calls a turn waits on).
+    since_input: Vec<Event>,
     request: Request,
     batch: Vec<ToolUse>,
     answered: SeenIds,
@@ -218,6 +239,7 @@ impl Machine {
     pub fn new(config: MachineConfig) -> Self {
         let reprompts = config.max_reprompts;
         let window = config.seen_window;
+        let retention = config.retention;
         Self {
             config,
             phase: Phase::Opened,
@@ -226,7 +248,8 @@ impl Machine {
             seen: SeenIds::with_capacity(window),
             turn_buffer: Vec::new(),
             live_events: Vec::new(),
-            request: Request { reprompts_left: reprompts, ..Request::default() },
+            since_input: Vec::new(),
+            request: Request::new(reprompts, retention),
             batch: Vec::new(),
             answered: SeenIds::with_capacity(window),
             queued_messages: VecDeque::new(),
@@ -344,6 +367,7 @@ impl Machine {
     fn drive(&mut self, input: TurnInput, out: &mut Vec<Command>) {
         self.phase = Phase::InFlight;
         self.live_events.clear();
+        self.since_input.clear();
         if self.config.mode == Mode::Streaming && self.config.reconnects {
             self.last_drive = Some(input.clone());
         }
@@ -356,6 +380,9 @@ impl Machine {
             && !self.seen.insert(id)
         {
             return false;
+        }
+        if !self.config.retention.keeps_all() {
+            self.since_input.push(event.clone());
         }
         self.request.events.push(event.clone());
         true
@@ -409,8 +436,12 @@ impl Machine {
     }
 
     fn handle_turn(&mut self, turn: TurnResult, out: &mut Vec<Command>) {
+        let terminal_tool = self.config.terminal_tool.as_deref();
         let request = &mut self.request;
         request.turns += 1;
+        if turn.custom_tool_uses.iter().any(|used| Some(used.name.as_str()) == terminal_tool) {
+            request.terminal_tool_called = true;
+        }
         request.custom_tool_uses.extend(turn.custom_tool_uses.iter().cloned());
         request.server_tool_uses.extend(turn.server_tool_uses.iter().cloned());
         if let Some(usage) = &turn.usage {
@@ -433,7 +464,12 @@ impl Machine {
                 let uses = self.unanswered(turn.custom_tool_uses);
                 if uses.is_empty() {
                     self.phase = Phase::Recovering;
-                    out.push(Command::RecoverPendingToolUses(self.request.events.clone()));
+                    let events = if self.config.retention.keeps_all() {
+                        self.request.events.to_vec()
+                    } else {
+                        self.since_input.clone()
+                    };
+                    out.push(Command::RecoverPendingToolUses(events));
                 } else {
                     self.run_tools(uses, out);
                 }
@@ -466,10 +502,7 @@ impl Machine {
     }
 
     fn terminal_tool_missing(&self) -> bool {
-        self.config
-            .terminal_tool
-            .as_deref()
-            .is_some_and(|name| !self.request.custom_tool_uses.iter().any(|used| used.name == name))
+        self.config.terminal_tool.is_some() && !self.request.terminal_tool_called
     }
 
     /// Each call id once; on streaming connections, only calls not answered yet (a redelivered or stale
@@ -508,8 +541,10 @@ impl Machine {
     }
 
     fn remember_tool_uses(&mut self, uses: &[ToolUse]) {
+        let terminal_tool = self.config.terminal_tool.as_deref();
         for tool_use in uses {
             if !self.request.custom_tool_uses.iter().any(|u| u.id == tool_use.id) {
+                self.request.terminal_tool_called |= Some(tool_use.name.as_str()) == terminal_tool;
                 self.request.custom_tool_uses.push(tool_use.clone());
             }
         }
@@ -560,6 +595,9 @@ impl Machine {
         }
         // Events reported live before the failure are part of the record too.
         let live = std::mem::take(&mut self.live_events);
+        if !self.config.retention.keeps_all() {
+            self.since_input.extend(live.iter().cloned());
+        }
         self.request.events.extend(live);
         self.fail_turn(error, out);
     }
@@ -714,7 +752,7 @@ impl Machine {
     }
 
     fn reset_request(&mut self) {
-        self.request = Request { reprompts_left: self.config.max_reprompts, ..Request::default() };
+        self.request = Request::new(self.config.max_reprompts, self.config.retention);
         self.turn_buffer.clear();
     }
 
@@ -746,6 +784,12 @@ impl Machine {
     }
 
     fn end_request(&mut self, out: &mut Vec<Command>) {
+        // The result (or the error's partial one) carries the record now: a parked session holds no events.
+        self.request.events.release();
+        self.request.custom_tool_uses.release();
+        self.request.server_tool_uses.release();
+        self.since_input = Vec::new();
+        self.turn_buffer = Vec::new();
         if self.config.live {
             self.go_idle(out);
         } else {
@@ -773,11 +817,12 @@ impl Machine {
             stop_reason: request.last_stop_reason.clone(),
             session_id: self.session_id.clone(),
             text: request.last_text.clone(),
-            custom_tool_uses: request.custom_tool_uses.clone(),
-            server_tool_uses: request.server_tool_uses.clone(),
+            custom_tool_uses: request.custom_tool_uses.to_vec(),
+            server_tool_uses: request.server_tool_uses.to_vec(),
             usage: request.usage.clone(),
             turns: request.turns,
-            events: request.events.clone(),
+            events: request.events.to_vec(),
+            events_dropped: request.events.dropped(),
             reconnects: request.reconnects,
             transcript: None,
         }

@@ -22,6 +22,7 @@ fn config(mode: Mode, live: bool) -> MachineConfig {
         max_reconnect_attempts: None,
         seen_window: 1024,
         resume_tool_uses: Vec::new(),
+        retention: EventRetention::All,
     }
 }
 
@@ -680,4 +681,98 @@ fn deferred_tools_end_a_synchronous_request_with_approval_required_and_post_noth
     assert_eq!(partial.custom_tool_uses.len(), 2, "the partial result names the calls of the turn");
     assert_eq!(machine.phase(), Phase::Done);
     assert!(machine.handle(Signal::ToolsFinished(vec![])).is_empty(), "a late batch changes nothing");
+}
+
+/// Streams `count` events `prefix0…` on a streaming machine, the last one a boundary, and answers the turn.
+fn stream_turn(machine: &mut Machine, prefix: &str, count: usize, turn: TurnResult) -> Vec<Command> {
+    let mut forwarded = 0;
+    for n in 0..count {
+        let commands =
+            machine.handle(Signal::StreamEvent { event: event(&format!("{prefix}{n}")), boundary: n + 1 == count });
+        forwarded += commands.iter().filter(|c| matches!(c, Command::Forward(_))).count();
+    }
+    assert_eq!(forwarded, count, "every event reaches the handler whatever the retention");
+    machine.handle(Signal::Normalized(turn))
+}
+
+fn retained_ids(result: &SessionResult) -> Vec<String> {
+    result.events.iter().filter_map(|e| e.id().map(str::to_string)).collect()
+}
+
+/// A live streaming request of two tool turns and an answer (`3 × per_turn` events) under `retention`.
+fn live_request(retention: EventRetention, per_turn: usize) -> (Machine, SessionResult) {
+    let mut machine = Machine::new(MachineConfig { retention, ..config(Mode::Streaming, true) });
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    for (n, prefix) in ["a", "b"].into_iter().enumerate() {
+        let id = format!("call{n}");
+        let commands = stream_turn(&mut machine, prefix, per_turn, turn(Terminal::RequiresAction, &[&id]));
+        assert!(matches!(commands.as_slice(), [Command::RunTools(_)]), "{commands:?}");
+        machine.handle(Signal::ToolsFinished(vec![ToolResult::ok(id, "")]));
+    }
+    let commands = stream_turn(&mut machine, "c", per_turn, turn(Terminal::EndTurn, &[]));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    (machine, result.clone())
+}
+
+#[test]
+fn the_default_retention_keeps_every_event_of_the_request() {
+    let (_, result) = live_request(EventRetention::All, 4);
+    assert_eq!(result.events.len(), 12);
+    assert_eq!(result.events_dropped, 0);
+}
+
+#[test]
+fn a_bounded_retention_keeps_the_newest_events_and_counts_the_rest() {
+    let (_, result) = live_request(EventRetention::Last(3), 4);
+    assert_eq!(retained_ids(&result), ["c1", "c2", "c3"]);
+    assert_eq!(result.events_dropped, 9);
+}
+
+#[test]
+fn retention_none_hands_events_to_the_handler_only() {
+    let (_, result) = live_request(EventRetention::None, 4);
+    assert!(result.events.is_empty());
+    assert_eq!(result.events_dropped, 12);
+    assert_eq!(result.turns, 3, "the rest of the result is whole");
+}
+
+#[test]
+fn a_parked_live_session_lets_go_of_the_delivered_record() {
+    let (machine, result) = live_request(EventRetention::All, 4);
+    assert_eq!(result.events.len(), 12);
+    assert_eq!(machine.phase(), Phase::Idle);
+    assert!(machine.partial_result(TerminalReason::Error).events.is_empty(), "the result carries the events now");
+}
+
+#[test]
+fn a_bounded_retention_recovers_calls_from_the_events_since_the_last_input() {
+    let mut machine =
+        Machine::new(MachineConfig { retention: EventRetention::Last(1), ..config(Mode::Streaming, false) });
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    stream_turn(&mut machine, "a", 2, turn(Terminal::RequiresAction, &["call0"]));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("call0", "")]));
+    // The requires_action of the next turn names no call of its own events (its tool use came split from it).
+    let commands = stream_turn(&mut machine, "b", 3, turn(Terminal::RequiresAction, &[]));
+    let [Command::RecoverPendingToolUses(events)] = commands.as_slice() else { panic!("{commands:?}") };
+    let ids: Vec<_> = events.iter().filter_map(Event::id).collect();
+    assert_eq!(ids, ["b0", "b1", "b2"], "every event since the tool results were sent, none from before");
+}
+
+#[test]
+fn the_terminal_tool_counts_even_when_tool_calls_are_not_kept() {
+    let config = MachineConfig {
+        terminal_tool: Some("t".into()),
+        retention: EventRetention::None,
+        ..config(Mode::RequestResponse, false)
+    };
+    let mut machine = Machine::new(config);
+    machine.handle(Signal::Started);
+    poll(&mut machine, turn(Terminal::RequiresAction, &["a"]));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("a", "")]));
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("a re-prompt instead of the end: {commands:?}") };
+    assert_eq!(result.terminal_reason, TerminalReason::Completed);
+    assert!(result.custom_tool_uses.is_empty(), "None keeps no tool calls");
 }

@@ -3,6 +3,7 @@
 mod driver;
 mod machine;
 mod options;
+mod retention;
 mod tools;
 mod unwind;
 
@@ -20,8 +21,9 @@ pub use options::{
     DEFAULT_MAX_REPROMPTS, DEFAULT_MAX_TURNS, DEFAULT_SEEN_WINDOW, DEFAULT_TIMEOUT, DEFAULT_TOOL_CONCURRENCY,
     GuardContext, GuardDecision, SessionOptions, TurnGuard,
 };
+pub use retention::EventRetention;
 
-use driver::{Driver, HandleCommand, LiveLink, provider_panicked};
+use driver::{CommandSender, Driver, HandleCommand, LiveLink, provider_panicked};
 use unwind::CatchUnwind;
 
 use crate::approval::Decision;
@@ -66,7 +68,7 @@ impl Session {
                 }
             };
             let handler: Arc<dyn Handler> = Arc::new(handler);
-            Driver::new(provider, connection, handler, &options, None, deadline).run().await
+            Box::new(Driver::new(provider, connection, handler, &options, None, deadline)).run().await
         }
         .instrument(span)
         .await
@@ -93,9 +95,13 @@ impl Session {
         let (notifications_tx, notifications_rx) = mpsc::unbounded_channel();
         let link = LiveLink { commands: commands_rx, notifications: notifications_tx };
         let handler: Arc<dyn Handler> = Arc::new(handler);
+        // The options are boxed so that the task (which lives as long as the session) keeps a pointer to them
+        // only until the driver has taken what it needs, not a copy of them.
+        let options = Box::new(options);
         let task = tokio::spawn(
             async move {
-                let driver = Driver::new(&*provider, connection, handler, &options, Some(link), None);
+                let driver = Box::new(Driver::new(&*provider, connection, handler, &options, Some(link), None));
+                drop(options);
                 // A live session ends only when its handle closes; there is no result to hand back.
                 let _ = driver.run().await;
             }
@@ -114,8 +120,8 @@ impl Session {
 /// when it ends.
 #[derive(Debug)]
 pub struct SessionHandle {
-    commands: mpsc::UnboundedSender<HandleCommand>,
-    notifications: mpsc::UnboundedReceiver<Notification>,
+    commands: CommandSender,
+    notifications: mpsc::UnboundedReceiver<Box<Notification>>,
     task: Option<JoinHandle<()>>,
     session_id: Option<String>,
 }
@@ -141,21 +147,21 @@ impl SessionHandle {
     /// Sends a follow-up user message. While a turn is in flight it is queued and delivered after the current
     /// request ends. Each message starts a new request (turns, usage and events counted afresh).
     pub fn message(&self, text: impl Into<String>) -> Result<(), Error> {
-        self.commands.send(HandleCommand::Message(text.into())).map_err(|_| Error::Closed)
+        self.commands.send(Box::new(HandleCommand::Message(text.into()))).map_err(|_| Error::Closed)
     }
 
     /// Posts a raw wire event verbatim (streaming providers; e.g. a tool confirmation), outside the turn
     /// accounting. Request/response providers answer [`Error::Unsupported`].
     pub async fn send_event(&self, event: Event) -> Result<(), Error> {
         let (reply, answer) = oneshot::channel();
-        self.commands.send(HandleCommand::SendEvent(event, reply)).map_err(|_| Error::Closed)?;
+        self.commands.send(Box::new(HandleCommand::SendEvent(event, reply))).map_err(|_| Error::Closed)?;
         answer.await.map_err(|_| Error::Closed)?
     }
 
     /// Asks the loop host to stop the current turn (providers with the interrupt capability).
     pub async fn interrupt(&self) -> Result<(), Error> {
         let (reply, answer) = oneshot::channel();
-        self.commands.send(HandleCommand::Interrupt(reply)).map_err(|_| Error::Closed)?;
+        self.commands.send(Box::new(HandleCommand::Interrupt(reply))).map_err(|_| Error::Closed)?;
         answer.await.map_err(|_| Error::Closed)?
     }
 
@@ -173,13 +179,13 @@ impl SessionHandle {
 
     async fn decide(&self, tool_use_id: String, decision: Decision) -> Result<(), Error> {
         let (reply, answer) = oneshot::channel();
-        self.commands.send(HandleCommand::Decide(tool_use_id, decision, reply)).map_err(|_| Error::Closed)?;
+        self.commands.send(Box::new(HandleCommand::Decide(tool_use_id, decision, reply))).map_err(|_| Error::Closed)?;
         answer.await.map_err(|_| Error::Closed)?
     }
 
     /// The next notification; `None` once the session has ended.
     pub async fn next_notification(&mut self) -> Option<Notification> {
-        self.notifications.recv().await
+        self.notifications.recv().await.map(|notification| *notification)
     }
 
     /// Waits for the next request to finish, skipping reconnect notices: `Ok` with its result, or its error. A

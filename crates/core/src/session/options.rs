@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::retention::EventRetention;
 use crate::ReconnectPolicy;
 use crate::approval::{DefaultPermission, Permission};
 use crate::ledger::ToolLedger;
@@ -61,6 +62,7 @@ pub struct SessionOptions {
     pub(crate) reconnect: ReconnectPolicy,
     pub(crate) reconnect_runs: bool,
     pub(crate) seen_window: usize,
+    pub(crate) retention: EventRetention,
     pub(crate) record_content: bool,
     pub(crate) permission: Arc<dyn Permission>,
     pub(crate) ledger: Option<Arc<dyn ToolLedger>>,
@@ -91,6 +93,7 @@ impl fmt::Debug for SessionOptions {
             .field("reconnect", &self.reconnect)
             .field("reconnect_runs", &self.reconnect_runs)
             .field("seen_window", &self.seen_window)
+            .field("event_retention", &self.retention)
             .field("record_content", &self.record_content)
             .field("tool_ledger", &self.ledger.is_some())
             .field("agent_id", &self.open.agent_id)
@@ -116,6 +119,7 @@ impl SessionOptions {
             reconnect: ReconnectPolicy::default(),
             reconnect_runs: true,
             seen_window: DEFAULT_SEEN_WINDOW,
+            retention: EventRetention::All,
             record_content: false,
             permission: Arc::new(DefaultPermission),
             ledger: None,
@@ -208,6 +212,14 @@ impl SessionOptions {
     /// one the session saw.
     pub fn seen_window(mut self, ids: usize) -> Self {
         self.seen_window = ids;
+        self
+    }
+
+    /// How many of a request's events the session keeps for [`SessionResult::events`](crate::SessionResult::events)
+    /// (default [`EventRetention::All`]). A long live request keeps flat memory with
+    /// [`EventRetention::Last`] or [`EventRetention::None`]; the handler sees every event either way.
+    pub fn event_retention(mut self, retention: EventRetention) -> Self {
+        self.retention = retention;
         self
     }
 

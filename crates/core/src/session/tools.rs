@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 use tracing::field::Empty;
 
-use super::driver::Notification;
+use super::driver::{Notification, NotificationSender};
 use super::unwind::{CatchUnwind, panic_message};
 use crate::approval::{ApprovalRequest, DENIED_WITHOUT_REASON, Decision, Permission};
 use crate::ledger::{LedgerEntry, ToolLedger};
@@ -32,11 +32,11 @@ pub(crate) struct ToolServices {
 #[derive(Clone)]
 pub(crate) struct ApprovalDesk {
     waiting: Arc<Mutex<HashMap<String, oneshot::Sender<Decision>>>>,
-    notifications: mpsc::UnboundedSender<Notification>,
+    notifications: NotificationSender,
 }
 
 impl ApprovalDesk {
-    pub(crate) fn new(notifications: mpsc::UnboundedSender<Notification>) -> Self {
+    pub(crate) fn new(notifications: NotificationSender) -> Self {
         Self { waiting: Arc::default(), notifications }
     }
 
@@ -47,7 +47,7 @@ impl ApprovalDesk {
         let id = request.tool_use.id.clone();
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), answer_tx);
         let mut wait = Wait { desk: self, id, answer };
-        let _ = self.notifications.send(Notification::ApprovalRequested(request));
+        let _ = self.notifications.send(Box::new(Notification::ApprovalRequested(request)));
         // The desk lives as long as the session; a dropped sender means the session is ending anyway.
         (&mut wait.answer)
             .await
