@@ -1,18 +1,22 @@
 //! SSE decoding plus JSON per event: managed-agents' `SseDecoder` against the `eventsource-stream` crate (the
 //! decoder rig, genai and async-openai use) on the same bytes in the same run. The stream is 512 Claude-shaped
 //! events (`agent.message` with a 400-character text, and tool-use / idle events) cut into 1 KiB chunks, and
-//! once more into 16-byte chunks (the regime where re-scanning decoders go quadratic).
+//! once more into 16-byte chunks (the regime where re-scanning decoders go quadratic). Ours runs what the Claude
+//! and Local providers run on each chunk in production (`SseBody` queueing the decoder's events, then
+//! `serde_json::from_str` into a `Value` per event); the `breakdown` group times each decoder without JSON, and
+//! the JSON parse alone.
 //!
 //! Run: `cargo bench -p managed-agents-core --features http --bench sse_decode`; `docs/performance.md` records it.
 
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use managed_agents_core::http::{Bytes, SseDecoder};
+use managed_agents_core::http::{Bytes, MAX_EVENT_BYTES, SseDecoder};
 use serde_json::{Value, json};
 
 const EVENTS: usize = 512;
@@ -32,13 +36,17 @@ fn stream_bytes() -> Vec<u8> {
         .into_bytes()
 }
 
+/// What `SseBody::next` and the providers do with each chunk: the decoder's events for the chunk are queued (and
+/// the decoder's buffer checked against `MAX_EVENT_BYTES`), then each event's data is parsed into a
+/// `serde_json::Value` (the Claude stream and the Local chat stream both parse it with `serde_json::from_str`).
 fn ours(chunks: &[&[u8]]) -> usize {
     let mut decoder = SseDecoder::new();
-    let mut frames = Vec::new();
+    let mut ready = VecDeque::new();
     let mut parsed = 0;
     for chunk in chunks {
-        decoder.push(chunk, &mut frames);
-        for frame in frames.drain(..) {
+        decoder.push(chunk, &mut ready);
+        assert!(decoder.buffered() <= MAX_EVENT_BYTES);
+        while let Some(frame) = ready.pop_front() {
             let value: Value = serde_json::from_str(&frame.data).expect("json");
             parsed += usize::from(value.is_object());
         }
@@ -76,9 +84,54 @@ fn bench(c: &mut Criterion) {
     }
 }
 
+/// Where the time goes, at 1 KiB chunks: each decoder alone (no JSON), and the JSON parse alone on the events' data.
+fn breakdown(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let bytes = stream_bytes();
+    let chunks: Vec<&[u8]> = bytes.chunks(1024).collect();
+    let shared: Vec<Bytes> = chunks.iter().map(|c| Bytes::copy_from_slice(c)).collect();
+    let mut ready = VecDeque::new();
+    SseDecoder::new().push(&bytes, &mut ready);
+    let data: Vec<String> = ready.into_iter().map(|frame| frame.data).collect();
+    assert_eq!(data.len(), EVENTS);
+    let mut group = c.benchmark_group("breakdown_1024b_chunks");
+    group.throughput(Throughput::Elements(EVENTS as u64));
+    group.bench_function("sse_only/managed_agents", |b| b.iter(|| decode_only(&chunks)));
+    group.bench_function("sse_only/eventsource_stream", |b| b.iter(|| peer_decode_only(&runtime, &shared)));
+    group.bench_function("json_only/serde_json_value", |b| {
+        b.iter(|| {
+            data.iter().map(|d| usize::from(serde_json::from_str::<Value>(d).expect("json").is_object())).sum::<usize>()
+        })
+    });
+    group.finish();
+}
+
+fn decode_only(chunks: &[&[u8]]) -> usize {
+    let mut decoder = SseDecoder::new();
+    let mut ready = VecDeque::new();
+    let mut bytes = 0;
+    for chunk in chunks {
+        decoder.push(chunk, &mut ready);
+        bytes += ready.drain(..).map(|frame| frame.data.len()).sum::<usize>();
+    }
+    bytes
+}
+
+fn peer_decode_only(runtime: &tokio::runtime::Runtime, chunks: &[Bytes]) -> usize {
+    let items = chunks.iter().map(|c| Ok::<_, Infallible>(c.clone()));
+    runtime.block_on(async {
+        let mut events = futures_util::stream::iter(items).eventsource();
+        let mut bytes = 0;
+        while let Some(event) = events.next().await {
+            bytes += event.expect("event").data.len();
+        }
+        bytes
+    })
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default();
-    targets = bench
+    targets = bench, breakdown
 }
 criterion_main!(benches);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use managed_agents_core::Error;
-use managed_agents_core::http::RetryPolicy;
+use managed_agents_core::http::{HttpOptions, RetryPolicy};
 use managed_agents_core::provision::ProvisionStore;
 
 use crate::{ClaudeClientBuilder, ClaudeManagedAgents};
@@ -86,6 +86,11 @@ impl ClaudeManagedAgentsBuilder {
         Self { client: self.client.retry(retry), ..self }
     }
 
+    /// The HTTP connection settings: connect timeout, idle pool bound, HTTP version (default [`HttpOptions::new`]).
+    pub fn http_options(self, options: HttpOptions) -> Self {
+        Self { client: self.client.http_options(options), ..self }
+    }
+
     /// Where `Provider::provision` remembers the agents and environments it ensured (default: a fresh
     /// in-memory store per provider). Share a durable store between processes that provision the same
     /// definitions.
@@ -106,6 +111,8 @@ impl ClaudeManagedAgentsBuilder {
 
 #[cfg(test)]
 mod tests {
+    use managed_agents_core::http::HttpVersion;
+
     use super::*;
 
     #[test]
@@ -119,6 +126,7 @@ mod tests {
             .beta("b")
             .files_beta("f")
             .anthropic_version("v")
+            .http_options(HttpOptions::new().max_idle_per_host(2).version(HttpVersion::Http2PriorKnowledge))
             .build()
             .unwrap();
         let config = provider.client().config();
@@ -126,6 +134,10 @@ mod tests {
         assert_eq!((config.beta.as_str(), config.files_beta.as_str()), ("b", "f"));
         assert_eq!((config.anthropic_version.as_str(), config.base_url.as_str()), ("v", "http://127.0.0.1:1"));
         assert_eq!(config.retry, RetryPolicy::none());
+        assert_eq!(
+            (config.http_options.max_idle_per_host, config.http_options.version),
+            (2, HttpVersion::Http2PriorKnowledge)
+        );
         assert!(matches!(ClaudeManagedAgents::builder().build(), Err(Error::InvalidOption { option: "api_key", .. })));
         let printed = format!("{:?}", ClaudeManagedAgents::builder().api_key("sk-ant-secret"));
         assert!(!printed.contains("sk-ant-secret"), "{printed}");

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use managed_agents_core::Error;
 use managed_agents_core::http::{
-    Bytes, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, RetryPolicy, Secret,
-    read_body,
+    Bytes, HeaderValue, HttpClient, HttpOptions, Incoming, Method, Replay, Request, RequestBody, Response, RetryPolicy,
+    Secret, read_body,
 };
 use managed_agents_core::settings::nonzero;
 use serde_json::{Value, json};
@@ -46,6 +46,8 @@ pub struct ClaudeConfig {
     pub idle_timeout: Duration,
     /// Retries for requests safe to repeat; posts of events are only repeated when certainly unprocessed.
     pub retry: RetryPolicy,
+    /// Connect timeout, idle pool bound and HTTP version.
+    pub http_options: HttpOptions,
 }
 
 impl fmt::Debug for ClaudeConfig {
@@ -59,6 +61,7 @@ impl fmt::Debug for ClaudeConfig {
             .field("request_timeout", &self.request_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("retry", &self.retry)
+            .field("http_options", &self.http_options)
             .finish()
     }
 }
@@ -81,6 +84,7 @@ pub struct ClaudeClientBuilder {
     request_timeout: Option<Duration>,
     idle_timeout: Option<Duration>,
     retry: Option<RetryPolicy>,
+    http_options: Option<HttpOptions>,
 }
 
 impl ClaudeClientBuilder {
@@ -146,6 +150,13 @@ impl ClaudeClientBuilder {
         self
     }
 
+    /// The HTTP connection settings (default [`HttpOptions::new`]: HTTP/1.1, at most 100 idle connections, 10 s
+    /// connect timeout; a zero connect timeout is refused by `build`).
+    pub fn http_options(mut self, options: HttpOptions) -> Self {
+        self.http_options = Some(options);
+        self
+    }
+
     /// Builds the client. Fails with [`Error::InvalidOption`] without an API key, with a key that cannot be
     /// sent as a header, with a base URL that is not an absolute `http(s)` URL, with a zero timeout, or with an
     /// invalid retry policy.
@@ -162,6 +173,8 @@ impl ClaudeClientBuilder {
         let idle_timeout = nonzero("idle_timeout", self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT))?;
         let retry = self.retry.unwrap_or_default();
         retry.validate()?;
+        let http_options = self.http_options.unwrap_or_default();
+        let http = HttpClient::with_options(&http_options)?;
         let config = ClaudeConfig {
             base_url,
             api_key,
@@ -171,8 +184,9 @@ impl ClaudeClientBuilder {
             request_timeout,
             idle_timeout,
             retry,
+            http_options,
         };
-        Ok(ClaudeClient { http: HttpClient::new(Duration::from_secs(10))?, config })
+        Ok(ClaudeClient { http, config })
     }
 }
 
@@ -663,6 +677,8 @@ mod tests {
         assert_eq!(option(base().base_url("ftp://example.com").build()), "base_url");
         assert_eq!(option(base().request_timeout(Duration::ZERO).build()), "request_timeout");
         assert_eq!(option(base().idle_timeout(Duration::ZERO).build()), "idle_timeout");
+        let no_connect = HttpOptions::new().connect_timeout(Duration::ZERO);
+        assert_eq!(option(base().http_options(no_connect).build()), "http_options");
         let mut jitter = RetryPolicy::default();
         jitter.jitter = f64::NAN;
         assert!(matches!(base().retry(jitter).build(), Err(Error::InvalidOption { .. })));

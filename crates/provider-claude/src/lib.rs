@@ -16,8 +16,8 @@
 //!   history, like unanswered custom calls.
 //! * [`ClaudeManagedAgents::builder`] / [`ClaudeManagedAgents::from_env`]: configuration. Builders never read
 //!   the environment; `from_env` (on the provider, the client and both builders) reads `ANTHROPIC_API_KEY` and
-//!   `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `request_timeout`, `idle_timeout`, `retry`; invalid
-//!   values fail `build()` with a typed error.
+//!   `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `request_timeout`, `idle_timeout`, `retry`,
+//!   `http_options`; invalid values fail `build()` with a typed error.
 //! * [`ClaudeClient`]: the HTTP API — agents, environments, sessions, events (send, list with paging, stream),
 //!   session resources, files; every `list_all_*` follows all pages. Retries honour `retry-after`; posting
 //!   events is never blindly repeated.

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use managed_agents_core::http::{
-    Bytes, HeaderName, HeaderValue, HttpClient, Method, Replay, Request, RequestBody, RetryPolicy, Secret, SseBody,
-    read_body,
+    Bytes, HeaderName, HeaderValue, HttpClient, HttpOptions, Method, Replay, Request, RequestBody, RetryPolicy, Secret,
+    SseBody, read_body,
 };
 use managed_agents_core::settings::nonzero;
 use managed_agents_core::{Error, Event, LiveEvents};
@@ -85,6 +85,8 @@ pub struct HttpChatConfig {
     pub idle_timeout: Duration,
     /// Retries of 408, 429, 5xx and transport errors; never once a response has started streaming.
     pub retry: RetryPolicy,
+    /// Connect timeout, idle pool bound and HTTP version.
+    pub http_options: HttpOptions,
 }
 
 impl HttpChatConfig {
@@ -98,6 +100,7 @@ impl HttpChatConfig {
             request_timeout: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(300),
             retry: RetryPolicy::default(),
+            http_options: HttpOptions::new(),
         }
     }
 
@@ -118,6 +121,7 @@ impl HttpChatConfig {
         }
         nonzero("request_timeout", self.request_timeout)?;
         nonzero("idle_timeout", self.idle_timeout)?;
+        self.http_options.validate()?;
         self.retry.validate()
     }
 }
@@ -135,6 +139,7 @@ impl fmt::Debug for HttpChatConfig {
             .field("request_timeout", &self.request_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("retry", &self.retry)
+            .field("http_options", &self.http_options)
             .finish()
     }
 }
@@ -150,7 +155,7 @@ impl HttpChat {
     /// A client for `config`, once [`HttpChatConfig::validate`] accepts it.
     pub fn new(config: HttpChatConfig) -> Result<Self, Error> {
         config.validate()?;
-        Ok(Self { client: HttpClient::new(Duration::from_secs(10))?, config })
+        Ok(Self { client: HttpClient::with_options(&config.http_options)?, config })
     }
 
     fn request(&self, body: &Bytes) -> Result<Request<RequestBody>, Error> {

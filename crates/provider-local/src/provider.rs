@@ -6,7 +6,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use managed_agents_core::http::{RetryPolicy, Secret};
+use managed_agents_core::http::{HttpOptions, RetryPolicy, Secret};
 use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, LiveEvents, OpenConnection,
@@ -106,6 +106,7 @@ pub struct LocalBuilder {
     request_timeout: Option<Duration>,
     idle_timeout: Option<Duration>,
     retry: Option<RetryPolicy>,
+    http_options: Option<HttpOptions>,
     guards: GuardSettings,
     chat: Option<Arc<dyn ChatBackend>>,
 }
@@ -218,6 +219,14 @@ impl LocalBuilder {
         self
     }
 
+    /// The HTTP connection settings: connect timeout, idle pool bound, HTTP version (default [`HttpOptions::new`]:
+    /// HTTP/1.1, at most 100 idle connections, 10 s connect timeout; a zero connect timeout is refused by
+    /// [`build`](Self::build)).
+    pub fn http_options(mut self, options: HttpOptions) -> Self {
+        self.http_options = Some(options);
+        self
+    }
+
     /// The weak-model guards.
     pub fn guards(mut self, guards: GuardSettings) -> Self {
         self.guards = guards;
@@ -243,6 +252,7 @@ impl LocalBuilder {
         http.request_timeout = self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
         http.idle_timeout = self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT);
         http.retry = self.retry.unwrap_or_default();
+        http.http_options = self.http_options.unwrap_or_default();
         // Checked even with a custom chat backend: a per-run `base_url` or `api_key` is refused there, but the
         // settings must still make sense.
         http.validate()?;

@@ -73,9 +73,7 @@ impl SseBody {
                 }
             };
             if let Ok(data) = frame.into_data() {
-                let mut frames = Vec::new();
-                self.decoder.push(&data, &mut frames);
-                self.ready.extend(frames);
+                self.decoder.push(&data, &mut self.ready);
                 if self.decoder.buffered() > MAX_EVENT_BYTES {
                     let detail = format!("an event grew past {MAX_EVENT_BYTES} bytes without ending");
                     return Err(Error::malformed("SSE stream", detail, ""));

@@ -9,9 +9,10 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::body::read_body;
+use super::options::{HttpOptions, HttpVersion};
 use super::retry::{retry_after, should_retry_header};
 use crate::Error;
 use crate::RetryPolicy;
@@ -68,8 +69,8 @@ impl fmt::Display for Secret {
     }
 }
 
-/// An HTTP/1.1 client for `http` and `https` URLs (rustls with the webpki roots), with a connect timeout.
-/// Cloning is cheap and shares the connection pool.
+/// An HTTP client for `http` and `https` URLs (rustls with the webpki roots), configured by [`HttpOptions`]:
+/// connect timeout, bounded idle pool, HTTP version. Cloning is cheap and shares the connection pool.
 #[derive(Clone)]
 pub struct HttpClient {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, RequestBody>,
@@ -81,21 +82,38 @@ impl fmt::Debug for HttpClient {
     }
 }
 
+/// How long an idle pooled connection is kept before it is closed.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
 impl HttpClient {
-    /// A client whose connections time out after `connect_timeout`.
+    /// A client with the default [`HttpOptions`] but `connect_timeout`.
     pub fn new(connect_timeout: Duration) -> Result<Self, Error> {
+        Self::with_options(&HttpOptions::new().connect_timeout(connect_timeout))
+    }
+
+    /// A client for `options`, once [`HttpOptions::validate`] accepts them.
+    pub fn with_options(options: &HttpOptions) -> Result<Self, Error> {
+        options.validate()?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
-        http.set_connect_timeout(Some(connect_timeout));
+        http.set_connect_timeout(Some(options.connect_timeout));
         http.set_nodelay(true);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
             .map_err(|error| Error::transport("cannot set up TLS", error))?
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https);
-        Ok(Self { client })
+            .https_or_http();
+        let https = match options.version {
+            HttpVersion::Http1Only => https.enable_http1().wrap_connector(http),
+            HttpVersion::Auto => https.enable_all_versions().wrap_connector(http),
+            HttpVersion::Http2PriorKnowledge => https.enable_http2().wrap_connector(http),
+        };
+        let mut builder = Client::builder(TokioExecutor::new());
+        builder
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_timer(TokioTimer::new())
+            .pool_max_idle_per_host(options.max_idle_per_host)
+            .http2_only(options.version == HttpVersion::Http2PriorKnowledge);
+        Ok(Self { client: builder.build(https) })
     }
 
     /// Sends one request; `timeout` bounds the wait for the response head (not the body).
@@ -197,5 +215,45 @@ mod base_url_tests {
         for bad in ["", "api.anthropic.com", "ftp://x", "https://", "https://x/v1?k=1", "https://x/#f", "http://a b"] {
             assert!(validate_base_url(bad).is_err(), "{bad}");
         }
+    }
+}
+
+#[cfg(all(test, feature = "http-server"))]
+mod version_tests {
+    use std::time::Duration;
+
+    use http::{Request, StatusCode, Version};
+    use http_body_util::Full;
+
+    use super::HttpClient;
+    use crate::http::server::{LoopbackServer, empty_response};
+    use crate::http::{HttpOptions, HttpVersion};
+
+    async fn version_spoken(version: HttpVersion) -> Version {
+        let server = LoopbackServer::start(|_| async { empty_response(StatusCode::NO_CONTENT) }).await.unwrap();
+        let client = HttpClient::with_options(&HttpOptions::new().version(version).max_idle_per_host(0)).unwrap();
+        let request = Request::get(format!("{}/ping", server.base_url())).body(Full::default()).unwrap();
+        let response = client.send(request, Duration::from_secs(10)).await.unwrap();
+        assert_eq!(response.status(), StatusCode::NO_CONTENT);
+        response.version()
+    }
+
+    #[tokio::test]
+    async fn the_loopback_server_speaks_http1_and_h2c_as_the_client_asks() {
+        assert_eq!(version_spoken(HttpVersion::Http1Only).await, Version::HTTP_11);
+        // Plain http is never negotiated: `Auto` stays on HTTP/1.1 there.
+        assert_eq!(version_spoken(HttpVersion::Auto).await, Version::HTTP_11);
+        assert_eq!(version_spoken(HttpVersion::Http2PriorKnowledge).await, Version::HTTP_2);
+    }
+
+    #[tokio::test]
+    async fn a_zero_connect_timeout_is_refused_and_a_huge_one_does_not_panic() {
+        let zero = HttpClient::with_options(&HttpOptions::new().connect_timeout(Duration::ZERO));
+        assert!(matches!(zero, Err(crate::Error::InvalidOption { option: "http_options", .. })), "{zero:?}");
+        let huge = HttpClient::with_options(&HttpOptions::new().connect_timeout(Duration::MAX)).unwrap();
+        // Nothing listens on port 1: the connection is refused at once, whatever the timeout.
+        let request = Request::get("http://127.0.0.1:1/").body(Full::default()).unwrap();
+        let refused = huge.send(request, Duration::from_secs(10)).await;
+        assert!(matches!(refused, Err(crate::Error::Connect { .. })), "{refused:?}");
     }
 }

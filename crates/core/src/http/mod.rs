@@ -6,6 +6,7 @@
 
 mod body;
 mod client;
+mod options;
 mod retry;
 #[cfg(feature = "http-server")]
 pub mod server;
@@ -15,6 +16,7 @@ pub mod sse;
 pub use crate::RetryPolicy;
 pub use body::{MAX_EVENT_BYTES, SseBody, read_body};
 pub use client::{HttpClient, Replay, RequestBody, Secret, validate_base_url};
+pub use options::{HttpOptions, HttpVersion};
 pub use retry::{retry_after, should_retry_header};
 pub use sse::{SseDecoder, SseFrame};
 

@@ -1,4 +1,4 @@
-//! A small HTTP/1 server on loopback, for emulators (feature `http-server`).
+//! A small HTTP/1.1 and h2c (prior knowledge) server on loopback, for emulators (feature `http-server`).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -7,13 +7,15 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -96,7 +98,8 @@ pub struct ReceivedRequest {
 
 type Handler = dyn Fn(ReceivedRequest) -> Pin<Box<dyn Future<Output = Response<ResponseBody>> + Send>> + Send + Sync;
 
-/// An HTTP/1 server on `127.0.0.1` (port chosen by the OS). Dropping it stops the server and its connections.
+/// An HTTP/1.1 and h2c server on `127.0.0.1` (port chosen by the OS); an HTTP/2 client must use prior knowledge
+/// (no upgrade), and may open any number of concurrent streams. Dropping it stops the server and its connections.
 pub struct LoopbackServer {
     address: SocketAddr,
     _tasks: JoinSet<()>,
@@ -120,12 +123,29 @@ impl LoopbackServer {
         let handler: Arc<Handler> = Arc::new(move |request| Box::pin(handler(request)));
         let mut tasks = JoinSet::new();
         tasks.spawn(async move {
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder.http1().timer(TokioTimer::new());
+            // Every emulated session may hold an event stream open on one shared HTTP/2 connection.
+            builder.http2().timer(TokioTimer::new()).max_concurrent_streams(None);
+            let builder = Arc::new(builder);
             let mut connections = JoinSet::new();
-            while let Ok((stream, _)) = listener.accept().await {
+            loop {
+                let stream = match listener.accept().await {
+                    Ok((stream, _)) => stream,
+                    Err(error) => {
+                        // Out of file descriptors, say: the connections already open go on, and so does this
+                        // loop once the pressure is off.
+                        let pause = accept_backoff(&error);
+                        tracing::warn!(%error, ?pause, "the loopback server could not accept a connection");
+                        tokio::time::sleep(pause).await;
+                        continue;
+                    }
+                };
                 // Streamed bodies are many small writes: without this, Nagle's algorithm and delayed ACKs add
                 // ~40 ms per response.
                 let _ = stream.set_nodelay(true);
                 let handler = Arc::clone(&handler);
+                let builder = Arc::clone(&builder);
                 connections.spawn(async move {
                     let service = service_fn(move |request: Request<Incoming>| {
                         let handler = Arc::clone(&handler);
@@ -140,10 +160,7 @@ impl LoopbackServer {
                             Ok::<_, Infallible>(handler(received).await)
                         }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let _ = builder.serve_connection(TokioIo::new(stream), service).await;
                 });
                 while connections.try_join_next().is_some() {}
             }
@@ -162,9 +179,42 @@ impl LoopbackServer {
     }
 }
 
+/// How long the accept loop pauses after `error` before accepting again: not at all when only that one
+/// connection failed (aborted or reset before it was accepted, or an interrupted call), briefly otherwise (out of
+/// file descriptors or memory), so a full table does not spin the loop. The loop never ends on an error.
+fn accept_backoff(error: &io::Error) -> Duration {
+    match error.kind() {
+        io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::Interrupted
+        | io::ErrorKind::WouldBlock => Duration::ZERO,
+        _ => ACCEPT_BACKOFF,
+    }
+}
+
+/// The pause after an accept error that is not about one connection.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
 /// A complete empty response with `status`.
 pub fn empty_response(status: StatusCode) -> Response<ResponseBody> {
     let mut response = Response::new(ResponseBody::full(Bytes::new()));
     *response.status_mut() = status;
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_errors_pause_only_when_the_process_is_short_of_resources() {
+        for kind in [io::ErrorKind::ConnectionAborted, io::ErrorKind::ConnectionReset, io::ErrorKind::Interrupted] {
+            assert_eq!(accept_backoff(&io::Error::from(kind)), Duration::ZERO, "{kind:?}");
+        }
+        // EMFILE and ENFILE (too many open files, per process and system-wide) and ENOMEM.
+        for code in [24, 23, 12] {
+            assert_eq!(accept_backoff(&io::Error::from_raw_os_error(code)), ACCEPT_BACKOFF, "errno {code}");
+        }
+        assert!(ACCEPT_BACKOFF > Duration::ZERO && ACCEPT_BACKOFF <= Duration::from_secs(1));
+    }
 }
