@@ -3,7 +3,8 @@
 //! The conformance suite every managed-agents provider runs — ours and third parties' alike — plus the pieces
 //! it is made of:
 //!
-//! * [`Script`]: what the remote model does, turn by turn (text chunks, tool calls, stop, usage, [`Fault`]s).
+//! * [`Script`]: what the remote model does, turn by turn (text chunks, tool calls, stop, usage, [`Fault`]s);
+//!   [`Scripts`] gives each of an emulator's sessions its own, and [`ScriptPlayer`] hands the turns out.
 //! * [`Backend`]: starts your provider against something that plays a script (your emulator on loopback) and
 //!   reports what it received as an [`InputLog`].
 //! * [`BackendCapabilities`]: what your backend can do; scenarios that need more are reported as skipped, with the
@@ -87,6 +88,7 @@ pub mod artifacts_contract;
 mod backend;
 mod harness;
 mod log;
+mod player;
 pub mod reference;
 pub mod scenarios;
 mod script;
@@ -98,6 +100,7 @@ pub use async_trait::async_trait;
 pub use backend::{Backend, BackendCapabilities, Harness};
 pub use harness::Suite;
 pub use log::{InputLog, RecordedInput};
+pub use player::{ScriptContext, ScriptPlayer, Scripts};
 pub use scenarios::{ScenarioInfo, Verdict};
 pub use script::{Fault, Script, ScriptStop, ScriptToolCall, ScriptTurn, ScriptUsage, host_tool_output};
 

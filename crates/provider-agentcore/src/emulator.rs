@@ -18,6 +18,14 @@
 //! [`SessionStorageArtifacts`](crate::SessionStorageArtifacts) sends (the shapes are listed in [`shell`]);
 //! [`AgentCoreEmulator::fail_commands`] makes commands fail and [`AgentCoreEmulator::commands`] lists them.
 //!
+//! Scripts: [`AgentCoreEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to
+//! whichever call comes next, or [`Scripts::per_session`], which builds a fresh script for each runtime session
+//! (the `X-Amzn-Bedrock-AgentCore-Runtime-Session-Id` the client sends) on its first call, given that id and
+//! the kickoff (see the `ChatEmulator` docs of the Local provider's emulator for an example). Everything a turn
+//! does is then per session: an `HttpError` or a truncation meets each session's first call of the turn, the
+//! reasoning a resume must echo is numbered by the session's own turns, and a spent script reports how many
+//! turns that session played.
+//!
 //! The control plane the harness lifecycle calls is emulated too ([`control`]): `CreateHarness`, `GetHarness`,
 //! `ListHarnesses` (paged) and `DeleteHarness`, with statuses that change over time ([`Transition`]) and
 //! injectable paths — a name already taken ([`AgentCoreEmulator::seed_harness`] in any status, `DELETING`
@@ -36,7 +44,8 @@ use async_trait::async_trait;
 use aws_sdk_bedrockagentcore::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_bedrockagentcore::primitives::event_stream::{Header, HeaderValue, Message};
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptStop, ScriptTurn,
+    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptPlayer, ScriptStop,
+    ScriptTurn, Scripts,
 };
 use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
@@ -138,9 +147,10 @@ pub struct InvokeRequest {
 
 struct State {
     options: EmulatorOptions,
-    script: VecDeque<ScriptTurn>,
-    served: usize,
-    faulted_current: bool,
+    player: ScriptPlayer,
+    /// The runtime sessions whose turn due next has already met its injected fault (an HTTP error or a
+    /// truncation), so that it is served whole next time.
+    faulted_current: HashSet<String>,
     sessions: HashSet<String>,
     /// Per session: the reasoning blocks the next resume must echo (as request JSON).
     reasoning_echo: HashMap<String, Vec<Value>>,
@@ -174,18 +184,18 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl AgentCoreEmulator {
-    /// Starts a server playing `script`.
-    pub async fn start(script: Script) -> io::Result<Self> {
-        Self::with_options(script, EmulatorOptions::default()).await
+    /// Starts a server playing `scripts`: a [`Script`] shared by every runtime session, or
+    /// [`Scripts::per_session`].
+    pub async fn start(scripts: impl Into<Scripts>) -> io::Result<Self> {
+        Self::with_options(scripts, EmulatorOptions::default()).await
     }
 
-    /// Starts a server playing `script` with `options`.
-    pub async fn with_options(script: Script, options: EmulatorOptions) -> io::Result<Self> {
+    /// Starts a server playing `scripts` with `options`.
+    pub async fn with_options(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
         let state = Arc::new(Mutex::new(State {
             options,
-            script: script.turns.into(),
-            served: 0,
-            faulted_current: false,
+            player: ScriptPlayer::new(scripts),
+            faulted_current: HashSet::new(),
             sessions: HashSet::new(),
             reasoning_echo: HashMap::new(),
             log: InputLog::new(),
@@ -830,24 +840,26 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     {
         return stream_response(vec![validation_exception(&complaint, &[("messages", &complaint)])], None);
     }
-    let Some(turn) = guard.script.front().cloned() else {
-        let message = format!("unexpected model call: the script has only {} turns", guard.served);
+    let Some(turn) = guard.player.peek(&session_id, Some(&input)).cloned() else {
+        let served = guard.player.served(&session_id);
+        let message = format!("unexpected model call: the script has only {served} turns");
         return stream_response(vec![exception("validationException", &message)], None);
     };
-    let fault_due = !guard.faulted_current || guard.options.truncate_every_call;
+    let faulted = guard.faulted_current.contains(&session_id);
+    let fault_due = !faulted || guard.options.truncate_every_call;
     if let Some((status, _)) = turn.http_error()
-        && !guard.faulted_current
+        && !faulted
     {
-        guard.faulted_current = true;
+        guard.faulted_current.insert(session_id);
         return aws_error(status, "injected failure");
     }
     let drop_after = turn.drop_after();
     let stall = turn.stall();
-    let number = guard.served;
+    let number = guard.player.served(&session_id);
     let mut frames = call_frames(&turn, &guard.options, number);
     if let Some(after) = drop_after.filter(|_| fault_due) {
         // Truncated: the turn is served again on the next call.
-        guard.faulted_current = true;
+        guard.faulted_current.insert(session_id);
         frames.truncate(after.min(frames.len().saturating_sub(1)));
         return stream_response(frames, stall);
     }
@@ -860,9 +872,8 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         frames.insert(0, Bytes::from(broken));
         return stream_response(frames, stall);
     }
-    guard.faulted_current = false;
-    guard.script.pop_front();
-    guard.served += 1;
+    guard.faulted_current.remove(&session_id);
+    guard.player.take(&session_id, Some(&input));
     if guard.options.reasoning && turn.stop == ScriptStop::ToolUse {
         guard.reasoning_echo.insert(session_id.clone(), reasoning_echo(number));
     } else {

@@ -36,6 +36,27 @@
 //! the deny message. An allowed call runs at once. A partial answer re-emits the idle naming the calls still
 //! awaited. [`ClaudeEmulator::seed_agent`]'s agent asks before every built-in tool.
 //!
+//! Scripts: [`ClaudeEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
+//! session asks next, or [`Scripts::per_session`], which builds a fresh script for each session (keyed by its
+//! `sesn_…` id) when its first turn is asked for, given that id and the input that asked (the kickoff's
+//! `user.message` or `user.define_outcome`). Concurrent sessions then never consume each other's turns, faults
+//! apply per session (an `HttpError` refuses each session's post once), a spent script reports how many turns
+//! that session played, and deleting a session drops its script. For example:
+//!
+//! ```
+//! use managed_agents_conformance::{Script, ScriptTurn, Scripts};
+//! use serde_json::json;
+//!
+//! // Each session looks its prompt up, then answers.
+//! let scripts = Scripts::per_session(|session| {
+//!     let prompt = session.prompt().unwrap_or_default();
+//!     Script::new()
+//!         .turn(ScriptTurn::tool_call("toolu_1", "lookup", json!({"q": prompt})))
+//!         .turn(ScriptTurn::text(format!("found {prompt}")))
+//! });
+//! # let _ = managed_agents_claude::emulator::ClaudeEmulator::start(scripts);
+//! ```
+//!
 //! Faults ([`Fault`]): `DropStreamAfter` (open streams close after that many of the turn's events; the rest
 //! reach the history), `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the
 //! events post that would start the turn is refused first, with `retry-after`), `Stall` (the turn starts late),
@@ -44,15 +65,15 @@
 //! framing, comment heartbeats, a page size, and streams that re-send the whole history when they open (so a
 //! reconnect sees every old event again).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptStop, ScriptToolCall,
-    ScriptTurn, host_tool_output,
+    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptPlayer, ScriptStop,
+    ScriptToolCall, ScriptTurn, Scripts, host_tool_output,
 };
 use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, HeaderValue, Method, Response, RetryPolicy, StatusCode};
@@ -174,13 +195,13 @@ struct SessionState {
     split: bool,
     results: Vec<ToolResult>,
     kicked_off: bool,
+    /// Whether the turn due next already refused one events post with its injected HTTP error.
+    refused_current: bool,
 }
 
 struct State {
     options: EmulatorOptions,
-    script: VecDeque<ScriptTurn>,
-    served: usize,
-    refused_current: bool,
+    player: ScriptPlayer,
     next_id: u64,
     agents: HashMap<String, Value>,
     environments: HashMap<String, Value>,
@@ -235,18 +256,16 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl ClaudeEmulator {
-    /// Starts a server playing `script`.
-    pub async fn start(script: Script) -> io::Result<Self> {
-        Self::with_options(script, EmulatorOptions::default()).await
+    /// Starts a server playing `scripts`: a [`Script`] shared by every session, or [`Scripts::per_session`].
+    pub async fn start(scripts: impl Into<Scripts>) -> io::Result<Self> {
+        Self::with_options(scripts, EmulatorOptions::default()).await
     }
 
-    /// Starts a server playing `script` with `options`.
-    pub async fn with_options(script: Script, options: EmulatorOptions) -> io::Result<Self> {
+    /// Starts a server playing `scripts` with `options`.
+    pub async fn with_options(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
         let state = Arc::new(Mutex::new(State {
             options,
-            script: script.turns.into(),
-            served: 0,
-            refused_current: false,
+            player: ScriptPlayer::new(scripts),
             next_id: 0,
             agents: HashMap::new(),
             environments: HashMap::new(),
@@ -496,10 +515,16 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         (&Method::POST, ["v1", "sessions", id, "archive"]) => {
             archive(&state, |s| s.sessions.get_mut(*id).map(|x| &mut x.record), "session")
         }
-        (&Method::DELETE, ["v1", "sessions", id]) => match lock(&state).sessions.remove(*id) {
-            Some(_) => json_response(StatusCode::OK, &json!({"id": id, "type": "session_deleted"})),
-            None => not_found("session"),
-        },
+        (&Method::DELETE, ["v1", "sessions", id]) => {
+            let mut guard = lock(&state);
+            match guard.sessions.remove(*id) {
+                Some(_) => {
+                    guard.player.forget(id);
+                    json_response(StatusCode::OK, &json!({"id": id, "type": "session_deleted"}))
+                }
+                None => not_found("session"),
+            }
+        }
         (&Method::POST, ["v1", "sessions", id, "events"]) => post_events(&state, id, body).await,
         (&Method::GET, ["v1", "sessions", id, "events"]) => list_events(&state, id, &query),
         (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id),
@@ -984,27 +1009,28 @@ fn host_tool_result(call: &ScriptToolCall, mcp: bool, denied: Option<&str>) -> V
     json!({"type": kind, id_field: call.id, "content": [{"type": "text", "text": text}], "is_error": is_error})
 }
 
-/// Plays the next scripted turn on a session, and the turns after it while they go straight on (host-side calls
-/// that all ran at once).
-async fn play(state: Arc<Mutex<State>>, session_id: String) {
-    while play_turn(&state, &session_id).await {}
+/// Plays the session's next scripted turn, asked for by `input`, and the turns after it while they go straight
+/// on (host-side calls that all ran at once).
+async fn play(state: Arc<Mutex<State>>, session_id: String, input: Option<RecordedInput>) {
+    if play_turn(&state, &session_id, input.as_ref()).await {
+        while play_turn(&state, &session_id, None).await {}
+    }
 }
 
-/// Plays the next scripted turn on a session (after a stall, when the turn has one); `true` when the next turn
+/// Plays the session's next scripted turn (after a stall, when the turn has one); `true` when the next turn
 /// follows at once.
-async fn play_turn(state: &Mutex<State>, session_id: &str) -> bool {
+async fn play_turn(state: &Mutex<State>, session_id: &str, input: Option<&RecordedInput>) -> bool {
     let session_id = session_id.to_string();
     let (stall, turn) = {
         let mut guard = lock(state);
-        let Some(turn) = guard.script.pop_front() else {
-            let served = guard.served;
+        let Some(turn) = guard.player.take(&session_id, input) else {
+            let served = guard.player.served(&session_id);
             let event = json!({"type": "session.error", "error": {"type": "unknown_error", "message": format!("unexpected model call: the script has only {served} turns"), "retry_status": {"type": "terminal"}}});
             let event = stamp(&mut guard, event, None);
             let terminated = stamp(&mut guard, json!({"type": "session.status_terminated"}), None);
             emit(&mut guard, &session_id, vec![event, terminated], &[]);
             return false;
         };
-        guard.served += 1;
         (turn.stall(), turn)
     };
     if let Some(stall) = stall {
@@ -1063,18 +1089,21 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "events: field required");
     };
     let mut play_next = false;
-    let echoed = {
+    let (echoed, trigger) = {
         let mut guard = lock(state);
         if !guard.sessions.contains_key(session_id) {
             return not_found("session");
         }
-        let starts_turn =
-            events.iter().any(|e| matches!(e["type"].as_str(), Some("user.message" | "user.define_outcome")));
-        let refusal = guard.script.front().filter(|_| starts_turn).and_then(ScriptTurn::http_error);
+        let starting = starting_input(&guard.sessions[session_id], &events);
+        let refusal = match &starting {
+            Some(input) => guard.player.peek(session_id, Some(input)).and_then(ScriptTurn::http_error),
+            None => None,
+        };
+        let session = guard.sessions.get_mut(session_id).expect("checked above");
         if let Some((status, retry_after)) = refusal
-            && !guard.refused_current
+            && !session.refused_current
         {
-            guard.refused_current = true;
+            session.refused_current = true;
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut response = error(status, "overloaded_error", "injected failure");
             if let Some(after) = retry_after
@@ -1084,7 +1113,8 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
             }
             return response;
         }
-        guard.refused_current = false;
+        session.refused_current = false;
+        let mut trigger = None;
         let mut echoed = Vec::new();
         let mut results = Vec::new();
         let mut confirmed = Vec::new();
@@ -1099,20 +1129,13 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
             emit(&mut guard, session_id, vec![echo], &[]);
             let session = guard.sessions.get_mut(session_id).expect("checked above");
             match event["type"].as_str() {
-                Some("user.message") => {
-                    let text = event["content"][0]["text"].as_str().unwrap_or_default().to_string();
-                    let input = if session.kicked_off {
-                        RecordedInput::Message(text)
-                    } else {
-                        RecordedInput::Kickoff { prompt: Some(text), outcome: None }
-                    };
+                Some("user.message" | "user.define_outcome") => {
+                    let input = turn_input(session.kicked_off, &event);
                     session.kicked_off = true;
-                    guard.log.record(input);
-                    play_next = true;
-                }
-                Some("user.define_outcome") => {
-                    session.kicked_off = true;
-                    guard.log.record(RecordedInput::Kickoff { prompt: None, outcome: outcome_of(&event) });
+                    if let Some(input) = input {
+                        trigger.get_or_insert_with(|| input.clone());
+                        guard.log.record(input);
+                    }
                     play_next = true;
                 }
                 Some("user.custom_tool_result") => {
@@ -1135,7 +1158,9 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
             }
         }
         if !results.is_empty() {
-            guard.log.record(RecordedInput::ToolResults(results.clone()));
+            let input = RecordedInput::ToolResults(results.clone());
+            trigger.get_or_insert_with(|| input.clone());
+            guard.log.record(input);
         }
         let answered: Vec<String> = results.iter().map(|r| r.tool_use_id.clone()).chain(confirmed).collect();
         if !answered.is_empty() {
@@ -1153,12 +1178,35 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
                 emit(&mut guard, session_id, vec![idle], &[]);
             }
         }
-        echoed
+        (echoed, trigger)
     };
     if play_next {
-        tokio::spawn(play(Arc::clone(state), session_id.to_string()));
+        tokio::spawn(play(Arc::clone(state), session_id.to_string(), trigger));
     }
     json_response(StatusCode::OK, &json!({"data": echoed}))
+}
+
+/// The input the first turn-starting event of `events` (a `user.message` or `user.define_outcome`) makes for
+/// `session`, decoded as the input log records it; `None` when no event of the post starts a turn.
+fn starting_input(session: &SessionState, events: &[Value]) -> Option<RecordedInput> {
+    events.iter().find_map(|event| turn_input(session.kicked_off, event))
+}
+
+/// The input a turn-starting event makes (a `user.message`: the kickoff's prompt, or a message once the session
+/// has been kicked off; a `user.define_outcome`: a kickoff with that outcome); `None` for any other event.
+fn turn_input(kicked_off: bool, event: &Value) -> Option<RecordedInput> {
+    match event["type"].as_str()? {
+        "user.message" => {
+            let text = event["content"][0]["text"].as_str().unwrap_or_default().to_string();
+            Some(if kicked_off {
+                RecordedInput::Message(text)
+            } else {
+                RecordedInput::Kickoff { prompt: Some(text), outcome: None }
+            })
+        }
+        "user.define_outcome" => Some(RecordedInput::Kickoff { prompt: None, outcome: outcome_of(event) }),
+        _ => None,
+    }
 }
 
 /// Takes a `user.tool_confirmation`: records it, and for a call the session waits on, emits the tool's result

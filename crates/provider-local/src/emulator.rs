@@ -7,15 +7,48 @@
 //! [`Fault::HttpError`] (the turn's first request fails with that status and `retry-after`),
 //! [`Fault::Stall`] (a wait before the first byte), [`Fault::DropStreamAfter`] (the connection breaks after that
 //! many chunks) and [`Fault::MalformedFrame`] (a chunk that is not JSON comes first).
+//!
+//! Scripts: [`ChatEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
+//! request comes next, or [`Scripts::per_session`], which builds a fresh script for each conversation the first
+//! time it calls. The chat wire has no session id, so a conversation is known by [`conversation_key`]: a hash
+//! of its system message and its first user message. Two conversations that open with the same messages share
+//! one script; give concurrent conversations different prompts (or system messages). The factory gets the key
+//! as [`ScriptContext::session_id`](managed_agents_conformance::ScriptContext::session_id) and the kickoff as
+//! its `first_input`. Faults apply per conversation: an `HttpError` turn fails the first request of each
+//! conversation that reaches it, and a spent script reports how many turns that conversation played.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), managed_agents_core::Error> {
+//! use managed_agents_conformance::{Script, ScriptTurn, Scripts};
+//! use managed_agents_core::{Session, SessionOptions, tool_fn};
+//! use managed_agents_local::{Local, emulator::ChatEmulator};
+//!
+//! // Each conversation answers with the prompt it opened with.
+//! let scripts = Scripts::per_session(|session| {
+//!     Script::new().turn(ScriptTurn::text(format!("you said {}", session.prompt().unwrap_or_default())))
+//! });
+//! let emulator = ChatEmulator::start(scripts).await.expect("emulator");
+//! let provider = Local::builder().base_url(emulator.base_url()).model("emulated").build()?;
+//! let handler = tool_fn(|_, _| async { Ok(String::new()) });
+//! let (one, two) = tokio::join!(
+//!     Session::run(&provider, handler.clone(), SessionOptions::new().prompt("one")),
+//!     Session::run(&provider, handler, SessionOptions::new().prompt("two")),
+//! );
+//! assert_eq!((one?.text, two?.text), ("you said one".to_string(), "you said two".to_string()));
+//! # Ok(())
+//! # }
+//! ```
 
-use std::collections::VecDeque;
+use std::collections::HashSet;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptStop, ScriptTurn,
+    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptPlayer, ScriptStop,
+    ScriptTurn, Scripts,
 };
 use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
@@ -25,9 +58,11 @@ use serde_json::{Value, json};
 use crate::Local;
 
 struct State {
-    script: VecDeque<ScriptTurn>,
-    served: usize,
-    failed_current: bool,
+    player: ScriptPlayer,
+    /// How many completions were served, all conversations together (it numbers their ids).
+    completions: usize,
+    /// The conversations whose turn due next has already failed its first request with an injected HTTP error.
+    failed_current: HashSet<String>,
     log: InputLog,
     requests: Vec<Value>,
     arrivals: Vec<tokio::time::Instant>,
@@ -35,6 +70,9 @@ struct State {
 }
 
 /// The emulator. Dropping it stops the server.
+///
+/// With [`Scripts::per_session`], each conversation plays its own script, keyed by [`conversation_key`] (its
+/// system message and first user message): two conversations that open with the same messages share one.
 pub struct ChatEmulator {
     server: LoopbackServer,
     state: Arc<Mutex<State>>,
@@ -51,12 +89,13 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl ChatEmulator {
-    /// Starts a server playing `script` on `127.0.0.1`.
-    pub async fn start(script: Script) -> io::Result<Self> {
+    /// Starts a server on `127.0.0.1` playing `scripts`: a [`Script`] shared by every conversation, or
+    /// [`Scripts::per_session`] keyed by [`conversation_key`].
+    pub async fn start(scripts: impl Into<Scripts>) -> io::Result<Self> {
         let state = Arc::new(Mutex::new(State {
-            script: script.turns.into(),
-            served: 0,
-            failed_current: false,
+            player: ScriptPlayer::new(scripts),
+            completions: 0,
+            failed_current: HashSet::new(),
             log: InputLog::new(),
             requests: Vec::new(),
             arrivals: Vec::new(),
@@ -109,19 +148,22 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         lock(&state).requests.push(body);
         return error_response(StatusCode::BAD_REQUEST, &problem);
     }
-    let turn = {
+    let key = conversation_key(&body);
+    let input = decode_input(&body);
+    let (turn, id) = {
         let mut state = lock(&state);
         state.requests.push(body.clone());
         state.arrivals.push(tokio::time::Instant::now());
         state.headers.push(request.headers.clone());
-        let Some(next) = state.script.front() else {
-            let message = format!("unexpected model call: the script has only {} turns", state.served);
+        let Some(next) = state.player.peek(&key, Some(&input)) else {
+            let served = state.player.served(&key);
+            let message = format!("unexpected model call: the script has only {served} turns");
             return error_response(StatusCode::BAD_REQUEST, &message);
         };
         if let Some((status, retry_after)) = next.http_error()
-            && !state.failed_current
+            && !state.failed_current.contains(&key)
         {
-            state.failed_current = true;
+            state.failed_current.insert(key);
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut response = error_response(status, "injected failure");
             if let Some(after) = retry_after {
@@ -132,13 +174,12 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
             }
             return response;
         }
-        state.failed_current = false;
-        state.served += 1;
-        let input = decode_input(&body);
+        state.failed_current.remove(&key);
+        let turn = state.player.take(&key, Some(&input)).unwrap_or_else(|| ScriptTurn::text(""));
         state.log.record(input);
-        state.script.pop_front().unwrap_or_else(|| ScriptTurn::text(""))
+        state.completions += 1;
+        (turn, format!("chatcmpl-emulated-{}", state.completions))
     };
-    let id = format!("chatcmpl-emulated-{}", lock(&state).served);
     let model = body.get("model").cloned().unwrap_or(json!("emulated"));
     let stall = turn.stall();
     if body.get("stream") == Some(&Value::Bool(true)) {
@@ -277,6 +318,24 @@ pub fn validate_messages(body: &Value) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The key a chat request's conversation plays its per-session script under (see [`Scripts::per_session`]): the
+/// wire carries no session id, so the key is derived from how the conversation opens — its first system message
+/// and its first user message — as `chat-` and 16 hex digits of a hash of both. Every request of one
+/// conversation carries them, so they all get the same key; two conversations that open with the same system and
+/// user messages share it (and so one per-session script).
+pub fn conversation_key(body: &Value) -> String {
+    let messages = body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let first = |role: &str| {
+        messages.iter().find(|m| m.get("role").and_then(Value::as_str) == Some(role)).and_then(|m| m.get("content"))
+    };
+    let opening = json!([first("system"), first("user")]).to_string();
+    // FNV-1a: stable across runs and platforms, unlike the standard library's hasher.
+    let hash = opening
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
+    format!("chat-{hash:016x}")
 }
 
 /// Decodes what a chat request adds to the conversation: the tool results after the last assistant message,
