@@ -7,6 +7,8 @@ use aws_sdk_bedrockagentcore::error::{DisplayErrorContext, ProvideErrorMetadata}
 use aws_sdk_bedrockagentcore::types::{InvokeAgentRuntimeCommandRequestBody, InvokeAgentRuntimeCommandStreamOutput};
 use managed_agents_core::Error;
 
+use crate::idle::IdleTimer;
+
 /// What a command printed, and how it ended. A non-zero exit code is a result, not an error.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -63,8 +65,9 @@ pub async fn run_command(
     };
     let mut stream = output.stream;
     let mut result = CommandOutput::default();
+    let mut timer = IdleTimer::new(idle);
     loop {
-        let next = match tokio::time::timeout(idle, stream.recv()).await {
+        let next = match timer.run(stream.recv()).await {
             Err(_) => return Err(Error::StreamIdleTimeout { idle }),
             Ok(Ok(next)) => next,
             Ok(Err(error)) => {

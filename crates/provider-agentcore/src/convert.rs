@@ -146,6 +146,77 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stream_events_keep_the_wire_shape() {
+        use aws_sdk_bedrockagentcore::types::{
+            HarnessContentBlockDeltaEvent, HarnessContentBlockStartEvent, HarnessHookEvent, HarnessHookEventType,
+            HarnessMetadataEvent, HarnessStreamMetrics, HarnessTokenUsage, HarnessToolUseBlockStart,
+            HarnessToolUseType,
+        };
+        let delta = |delta| {
+            InvokeHarnessStreamOutput::ContentBlockDelta(
+                HarnessContentBlockDeltaEvent::builder().content_block_index(2).delta(delta).build().unwrap(),
+            )
+        };
+        let tool = HarnessToolUseBlockStart::builder()
+            .tool_use_id("t1")
+            .name("add")
+            .r#type(HarnessToolUseType::ServerToolUse)
+            .build()
+            .unwrap();
+        let usage =
+            HarnessTokenUsage::builder().input_tokens(3).output_tokens(4).total_tokens(7).cache_read_input_tokens(1);
+        let hook = HarnessHookEvent::builder()
+            .hook_event_id("h")
+            .name("guard")
+            .r#type(HarnessHookEventType::BeforeToolCall)
+            .reason("why")
+            .build()
+            .unwrap();
+        let cases = [
+            (
+                delta(HarnessContentBlockDelta::Text("Hi".into())),
+                json!({"contentBlockDelta": {"contentBlockIndex": 2, "delta": {"text": "Hi"}}}),
+            ),
+            (
+                delta(HarnessContentBlockDelta::ReasoningContent(HarnessReasoningContentBlockDelta::RedactedContent(
+                    vec![0u8, 255].into(),
+                ))),
+                json!({"contentBlockDelta": {"contentBlockIndex": 2, "delta": {"reasoningContent": {"redactedContent": "AP8="}}}}),
+            ),
+            (
+                InvokeHarnessStreamOutput::ContentBlockStart(
+                    HarnessContentBlockStartEvent::builder()
+                        .content_block_index(1)
+                        .start(HarnessContentBlockStart::ToolUse(tool))
+                        .build()
+                        .unwrap(),
+                ),
+                json!({"contentBlockStart": {"contentBlockIndex": 1, "start": {"toolUse": {"toolUseId": "t1", "name": "add", "type": "server_tool_use"}}}}),
+            ),
+            (
+                InvokeHarnessStreamOutput::Metadata(
+                    HarnessMetadataEvent::builder()
+                        .usage(usage.build().unwrap())
+                        .metrics(HarnessStreamMetrics::builder().latency_ms(9).build().unwrap())
+                        .build(),
+                ),
+                json!({"metadata": {
+                    "usage": {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7, "cacheReadInputTokens": 1},
+                    "metrics": {"latencyMs": 9}
+                }}),
+            ),
+            (InvokeHarnessStreamOutput::Metadata(HarnessMetadataEvent::builder().build()), json!({"metadata": {}})),
+            (
+                InvokeHarnessStreamOutput::HookEvent(hook),
+                json!({"hookEvent": {"hookEventId": "h", "name": "guard", "type": "before_tool_call", "reason": "why"}}),
+            ),
+        ];
+        for (event, expected) in cases {
+            assert_eq!(stream_event(&event).to_value(), expected);
+        }
+    }
+
+    #[test]
     fn documents_round_trip() {
         let value = json!({"a": [1, -2, 2.5, "x", true, null], "b": {"c": {}}});
         assert_eq!(to_json(&to_document(&value)), value);

@@ -67,6 +67,7 @@ pub mod convert;
 #[cfg(feature = "emulator")]
 pub mod emulator;
 pub mod harness;
+mod idle;
 mod provider;
 mod session_id;
 pub mod wire;

@@ -17,6 +17,7 @@ use managed_agents_core::{
 
 use crate::convert::stream_event;
 use crate::harness::{ProvisionSettings, harness_id_from_arn};
+use crate::idle::IdleTimer;
 use crate::session_id::{new_session_id, validate_session_id};
 use crate::wire;
 
@@ -542,8 +543,9 @@ impl AgentCoreConnection {
         };
         let mut stream = output.stream;
         let mut events = Vec::new();
+        let mut timer = IdleTimer::new(idle);
         loop {
-            let next = match tokio::time::timeout(idle, stream.recv()).await {
+            let next = match timer.run(stream.recv()).await {
                 // After the final `messageStop` the turn is whole: a silence or a broken tail loses nothing.
                 Err(_) if wire::is_complete(&events) => break,
                 Err(_) => return Err(Attempt::Fatal(Error::StreamIdleTimeout { idle })),
@@ -601,5 +603,37 @@ impl RequestResponseConnection for AgentCoreConnection {
                 }
             }
         }
+    }
+}
+
+#[cfg(all(test, feature = "emulator"))]
+mod tests {
+    use std::time::Instant;
+
+    use managed_agents_conformance::{Fault, Script, ScriptTurn};
+
+    use super::*;
+    use crate::emulator::AgentCoreEmulator;
+
+    /// The stream's one idle timer measures each wait on its own: a first wait shorter than the timeout passes,
+    /// and a stall after events have arrived fails a whole timeout after that wait began, not a timeout after
+    /// the stream opened.
+    #[tokio::test]
+    async fn each_wait_gets_the_whole_idle_timeout() {
+        let (stall, idle) = (Duration::from_millis(150), Duration::from_millis(200));
+        let turn = ScriptTurn::chunks(["a", "b"]).with_fault(Fault::Stall { duration: stall });
+        let emulator = AgentCoreEmulator::start(Script::new().turn(turn)).await.unwrap();
+        // Every frame but `messageStop` is sent after the stall; `messageStop` never is.
+        let _gate = emulator.gate_message_stop();
+        let provider = emulator.provider_builder().idle_timeout(idle).build().unwrap();
+        let mut request = OpenRequest::default();
+        request.agent_id = Some(emulator.harness_arn());
+        let Ok(OpenConnection::RequestResponse(mut connection)) = provider.open(request).await else { panic!() };
+        let started = Instant::now();
+        let input = TurnInput::Kickoff { prompt: "Go.".into(), outcome: None };
+        let error = connection.poll_turn(input, LiveEvents::discard()).await.unwrap_err();
+        assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }), "{error:?}");
+        assert!(started.elapsed() >= stall + idle, "the last wait began after the stall: {:?}", started.elapsed());
+        assert_eq!(emulator.requests().len(), 1, "a stall inside the stream is not retried");
     }
 }

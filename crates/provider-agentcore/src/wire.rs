@@ -183,6 +183,12 @@ fn member<'a>(event: &'a Event, name: &str) -> Option<&'a Value> {
     event.get(name)
 }
 
+/// The value under `keys`, object by object. Unlike `Value::pointer`, this allocates nothing (a pointer is
+/// unescaped token by token), which matters on paths read once per stream event.
+fn at<'a>(value: &'a Value, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().try_fold(value, |value, key| value.get(key))
+}
+
 /// Folds one call's events: text from text deltas, tool calls keyed by `toolUseId` (a reused block index starts
 /// a new call), input JSON joined from its fragments, the last `messageStop` as the stop reason, usage summed.
 /// The stop reason maps to the turn's terminal as [`StopReason::terminal`] tables it (no `messageStop`:
@@ -195,7 +201,7 @@ pub fn normalize(events: &[Event]) -> TurnResult {
     let mut usage: Option<Usage> = None;
     for event in events {
         if let Some(start) = member(event, "contentBlockStart") {
-            if let Some(tool) = start.pointer("/start/toolUse") {
+            if let Some(tool) = at(start, &["start", "toolUse"]) {
                 let id = tool["toolUseId"].as_str().unwrap_or_default().to_string();
                 // One block per toolUseId: a start repeated for the same id continues it.
                 let slot = match blocks.iter().position(|b| b.id == id) {
@@ -213,9 +219,9 @@ pub fn normalize(events: &[Event]) -> TurnResult {
                 by_index.insert(start["contentBlockIndex"].as_i64().unwrap_or(0), slot);
             }
         } else if let Some(delta) = member(event, "contentBlockDelta") {
-            if let Some(chunk) = delta.pointer("/delta/text").and_then(Value::as_str) {
+            if let Some(chunk) = at(delta, &["delta", "text"]).and_then(Value::as_str) {
                 text.push_str(chunk);
-            } else if let Some(fragment) = delta.pointer("/delta/toolUse/input").and_then(Value::as_str) {
+            } else if let Some(fragment) = at(delta, &["delta", "toolUse", "input"]).and_then(Value::as_str) {
                 let index = delta["contentBlockIndex"].as_i64().unwrap_or(0);
                 let slot = by_index.get(&index).copied().or_else(|| blocks.len().checked_sub(1));
                 if let Some(block) = slot.and_then(|slot| blocks.get_mut(slot)) {
@@ -275,7 +281,7 @@ pub fn is_complete(events: &[Event]) -> bool {
 
 /// The text a `contentBlockDelta` adds.
 pub fn text_delta(event: &Event) -> Option<String> {
-    member(event, "contentBlockDelta")?.pointer("/delta/text")?.as_str().map(str::to_string)
+    at(member(event, "contentBlockDelta")?, &["delta", "text"])?.as_str().map(str::to_string)
 }
 
 /// One block of the assistant message a call ended with, as the resume echo needs it.
@@ -317,13 +323,13 @@ pub fn assistant_blocks(events: &[Event]) -> Vec<AssistantBlock> {
         }
         if let Some(start) = member(event, "contentBlockStart") {
             open.remove(&start["contentBlockIndex"].as_i64().unwrap_or(0));
-            if let Some(id) = start.pointer("/start/toolUse/toolUseId").and_then(Value::as_str)
+            if let Some(id) = at(start, &["start", "toolUse", "toolUseId"]).and_then(Value::as_str)
                 && !blocks.iter().any(|b| matches!(b, AssistantBlock::ToolUse(known) if known == id))
             {
                 blocks.push(AssistantBlock::ToolUse(id.to_string()));
             }
         } else if let Some(delta) = member(event, "contentBlockDelta") {
-            let Some(reasoning) = delta.pointer("/delta/reasoningContent") else { continue };
+            let Some(reasoning) = at(delta, &["delta", "reasoningContent"]) else { continue };
             let index = delta["contentBlockIndex"].as_i64().unwrap_or(0);
             let slot = open.get(&index).copied();
             if let Some(encoded) = reasoning.get("redactedContent").and_then(Value::as_str) {
