@@ -207,6 +207,12 @@ fn fuzz_and_docs() -> Vec<Step> {
         // The fuzz targets live outside the workspace (running them needs nightly); CI makes sure they build.
         Step::cargo("fuzz targets build", &["build", "--manifest-path", "fuzz/Cargo.toml"])
             .env("CARGO_TARGET_DIR", target_dir().display().to_string()),
+        // The benchmarks and the load driver run only on demand (`cargo xtask bench`, `cargo xtask load`); building
+        // them here (in the dev profile, sharing the tests' artifacts) keeps them from rotting.
+        Step::cargo(
+            "benches and the load driver build",
+            &["build", "--workspace", "--all-features", "--benches", "--bins"],
+        ),
         Step::cargo("docs", &["doc", "--workspace", "--all-features", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
     ]
 }
@@ -218,6 +224,15 @@ fn bench() -> Vec<Step> {
         Step::cargo("bench (Local vs rig)", &["bench", "--manifest-path", "benches/local-vs-rig/Cargo.toml"])
             .env("CARGO_TARGET_DIR", target_dir().display().to_string()),
     ]
+}
+
+/// The load driver (`crates/load`), built in release: the arguments after `load` are passed through (none: the
+/// whole table — Claude at 1,000 and 10,000 sessions, Local and AgentCore at 1,000, memory, long session).
+fn load(args: &[String]) -> Vec<Step> {
+    let passed = args.iter().skip_while(|a| *a != "load").skip(1).filter(|a| *a != "--keep-going");
+    let mut cargo_args = vec!["run", "--release", "-p", "managed-agents-load", "--"];
+    cargo_args.extend(passed.map(String::as_str));
+    vec![Step::cargo("load", &cargo_args)]
 }
 
 fn describe(action: &Action) -> String {
@@ -438,6 +453,8 @@ const USAGE: &str = "usage: cargo xtask <command> [--keep-going]
   downstream  the packages in tests/downstream (outside the workspace), as users build them
   sdk         each emulator against the provider's official Python SDK (tests/sdk)
   bench       the criterion benchmarks
+  load [ARGS] the load driver in release (crates/load): `load --sessions 10000` runs 10,000 live Claude
+              sessions; no ARGS runs the whole table (`load --help` lists its commands)
 --keep-going runs every step even after one fails (and still fails at the end)";
 
 fn main() -> ExitCode {
@@ -470,6 +487,7 @@ fn main() -> ExitCode {
         },
         Some("sdk") => sdk(),
         Some("bench") => bench(),
+        Some("load") => load(&args),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::FAILURE;

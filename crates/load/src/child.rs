@@ -1,0 +1,91 @@
+//! The emulator child process: this same binary in `serve` mode.
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use crate::args::ProviderKind;
+use crate::measure::{Resident, parse_status};
+
+/// A running emulator child. Dropping it closes the child's standard input, which stops it, and waits for it.
+#[derive(Debug)]
+pub struct EmulatorChild {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    values: HashMap<String, String>,
+}
+
+impl EmulatorChild {
+    /// Starts `provider`'s emulator (playing the long script of `long_events` events when given) and waits for
+    /// it to announce itself.
+    pub fn spawn(provider: ProviderKind, long_events: Option<u64>) -> io::Result<Self> {
+        let mut command = Command::new(std::env::current_exe()?);
+        command.args(["serve", "--provider", provider.name()]);
+        if let Some(events) = long_events {
+            command.args(["--long-events", &events.to_string()]);
+        }
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or_else(|| io::Error::other("the child has no stdout"))?;
+        let values = read_announcement(BufReader::new(stdout))?;
+        Ok(Self { child, stdin, values })
+    }
+
+    /// [`EmulatorChild::spawn`] off the async threads (it waits for the child's announcement).
+    pub async fn start(provider: ProviderKind, long_events: Option<u64>) -> Result<Self, String> {
+        tokio::task::spawn_blocking(move || Self::spawn(provider, long_events))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot start the emulator child: {e}"))
+    }
+
+    /// A value the child announced (`BASE_URL`, `AGENT_ID`, `ENVIRONMENT_ID`).
+    pub fn value(&self, key: &str) -> io::Result<&str> {
+        self.values
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| io::Error::other(format!("the emulator child did not announce {key}")))
+    }
+
+    /// The child's resident memory (zero when `/proc` cannot tell).
+    pub fn resident(&self) -> Resident {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        parse_status(&status)
+    }
+}
+
+impl Drop for EmulatorChild {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads `KEY=VALUE` lines up to `READY`.
+fn read_announcement(reader: impl BufRead) -> io::Result<HashMap<String, String>> {
+    let mut values = HashMap::new();
+    for line in reader.lines() {
+        let line = line?;
+        if line == "READY" {
+            return Ok(values);
+        }
+        if let Some((key, value)) = line.split_once('=') {
+            values.insert(key.to_string(), value.to_string());
+        }
+    }
+    Err(io::Error::other("the emulator child exited before it was ready"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_announcement_ends_at_ready() {
+        let text = "BASE_URL=http://127.0.0.1:1\nAGENT_ID=agent_1\nREADY\nlater=ignored\n";
+        let values = read_announcement(text.as_bytes()).unwrap();
+        assert_eq!(values["BASE_URL"], "http://127.0.0.1:1");
+        assert_eq!(values.len(), 2);
+        assert!(read_announcement("BASE_URL=x\n".as_bytes()).is_err(), "no READY: the child died");
+    }
+}
