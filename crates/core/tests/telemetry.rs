@@ -55,6 +55,13 @@ impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<
 }
 
 async fn run_traced(options: SessionOptions) -> Vec<(String, BTreeMap<String, String>)> {
+    // One subscriber per test, set per thread; a global one that takes every level keeps `tracing`'s
+    // process-wide caches (the maximum level, each callsite's interest) from being computed while no test's
+    // subscriber is alive, which could hide a callsite from the next test's subscriber.
+    static EVERY_LEVEL: std::sync::Once = std::sync::Once::new();
+    EVERY_LEVEL.call_once(|| {
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
+    });
     let spans: Spans = Arc::default();
     let subscriber = tracing_subscriber::registry().with(Collector(Arc::clone(&spans)));
     let _default = tracing::subscriber::set_default(subscriber);

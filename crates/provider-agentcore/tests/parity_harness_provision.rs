@@ -9,7 +9,7 @@
 //! and log lines are `tracing` events here, captured with a `fmt` subscriber.
 
 use std::io;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::time::Duration;
 
 use managed_agents_agentcore::BedrockAgentCore;
@@ -85,6 +85,16 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
 
 impl Captured {
     fn start(level: tracing::Level) -> (Self, tracing::subscriber::DefaultGuard) {
+        // `tracing` keeps one process-wide maximum level, recomputed from the live subscribers whenever one comes
+        // or goes; with each test's subscriber set per thread, one test's subscriber going away while another's
+        // arrives could leave the maximum below what the newer one wants, and its events would be filtered out
+        // before reaching it. A global subscriber that takes every level (and writes nowhere) keeps the maximum
+        // at TRACE for the whole binary (and no callsite's interest is cached as "never"), so each test's own
+        // filter is the only one that decides. Without it, one run in about 60 lost a line.
+        static EVERY_LEVEL: Once = Once::new();
+        EVERY_LEVEL.call_once(|| {
+            let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
+        });
         let captured = Self::default();
         let subscriber = tracing_subscriber::fmt().with_writer(captured.clone()).with_max_level(level).finish();
         (captured.clone(), tracing::subscriber::set_default(subscriber))
