@@ -2,11 +2,12 @@
 
 use std::any::Any;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use managed_agents_core::{Mode, Provider, SessionOptions};
 
-use crate::{InputLog, Script};
+use crate::{FaultCase, FaultOutcome, InputLog, Script};
 
 /// What a backend can do, selecting the scenarios that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,9 @@ pub struct BackendCapabilities {
     /// ([`ScriptToolCall::host`](crate::ScriptToolCall::host)) and records the answers
     /// ([`RecordedInput::Confirmation`](crate::RecordedInput::Confirmation)).
     pub confirmations: bool,
+    /// The faults of the fault matrix the backend injects, each with what the provider promises when it hits
+    /// (see [`crate::faults`]); indexed by [`FaultCase::index`].
+    pub faults: [Option<FaultOutcome>; FaultCase::ALL.len()],
 }
 
 impl BackendCapabilities {
@@ -47,6 +51,7 @@ impl BackendCapabilities {
             resume: false,
             resume_pending: false,
             confirmations: false,
+            faults: [None; FaultCase::ALL.len()],
         }
     }
 
@@ -89,6 +94,50 @@ impl BackendCapabilities {
     /// With host-side tool calls that ask for confirmation.
     pub const fn with_confirmations(mut self) -> Self {
         self.confirmations = true;
+        self
+    }
+
+    /// Declares that the backend injects `fault` and that the provider then reaches `outcome` (the fault
+    /// matrix's `fault_<case>_<mode>` scenarios check it; an undeclared case is skipped, visibly).
+    pub const fn with_fault(mut self, fault: FaultCase, outcome: FaultOutcome) -> Self {
+        self.faults[fault.index()] = Some(outcome);
+        self
+    }
+
+    /// Declares every case of `faults` with the same `outcome`.
+    pub const fn with_faults(mut self, faults: &[FaultCase], outcome: FaultOutcome) -> Self {
+        let mut n = 0;
+        while n < faults.len() {
+            self.faults[faults[n].index()] = Some(outcome);
+            n += 1;
+        }
+        self
+    }
+
+    /// What the provider promises under `fault`, when the backend injects it.
+    pub const fn fault(&self, fault: FaultCase) -> Option<FaultOutcome> {
+        self.faults[fault.index()]
+    }
+}
+
+/// Settings a scenario asks of the provider under test, beyond the script (see [`Backend::start_with`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProviderSettings {
+    /// How long the provider may wait for the next event (or the response) before it gives up on the stream:
+    /// the stall scenarios set it short and stall the backend past it.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl ProviderSettings {
+    /// No setting: the backend's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With the provider's idle timeout set to `idle`.
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = Some(idle);
         self
     }
 }
@@ -136,4 +185,12 @@ pub trait Backend: Send + Sync {
 
     /// Starts a backend playing `script` and a provider pointed at it.
     async fn start(&self, script: Script) -> Harness<Self::Provider>;
+
+    /// Like [`Backend::start`], with the provider configured as `settings` asks. The default ignores the
+    /// settings; a backend that declares [`FaultCase::Stall`] must honour
+    /// [`ProviderSettings::idle_timeout`].
+    async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<Self::Provider> {
+        let _ = settings;
+        self.start(script).await
+    }
 }

@@ -9,7 +9,10 @@
 //!   reports what it received as an [`InputLog`].
 //! * [`BackendCapabilities`]: what your backend can do; scenarios that need more are reported as skipped, with the
 //!   reason.
-//! * [`scenarios`]: one `pub async fn` per behaviour.
+//! * [`scenarios`]: one `pub async fn` per behaviour; [`faults`] is the fault matrix among them — every
+//!   [`FaultCase`] a backend declares, at every event position, live and synchronous.
+//! * [`Delivery`] and [`ScriptPlayer::faults_due`]: the wire-agnostic half of fault injection an emulator builds
+//!   on (which frames go out, how the response ends, when a retried turn is served whole).
 //! * [`Suite`]: the whole suite as a test harness of its own (`harness = false`): one test per scenario and
 //!   backend, named `<label>::<scenario>`; a scenario your backend lacks the capability for shows as *ignored*
 //!   with the reason in cargo's own output. [`conformance_suite!`] is the alternative inside the standard harness:
@@ -80,12 +83,40 @@
 //! Each scenario can also be called directly, e.g.
 //! `managed_agents_conformance::scenarios::single_tool_round_trip(&MyBackend).await`.
 //!
+//! ## Writing an emulator
+//!
+//! An emulator is a server on 127.0.0.1 that speaks your wire and plays a [`Script`]. The wire-agnostic parts
+//! come from this crate, so a script plays the same on every wire:
+//!
+//! * **Which input plays a turn.** A kickoff (prompt or outcome), a user message, and a *complete* set of tool
+//!   results each take the session's next turn ([`ScriptPlayer::take`]); a partial set of results, a
+//!   confirmation or an interrupt takes none. A turn whose stop is `tool_use` waits for its calls' results; with
+//!   [`Fault::SplitRequiresAction`], a streaming wire names one call per idle, and the rest must be recovered
+//!   from the history. [`ScriptPlayer`] keys sessions by your wire's session id ([`Scripts::per_session`]);
+//!   record every input that took a turn in an [`InputLog`] — the scenarios read tool results from it.
+//! * **How a turn goes out.** Encode the turn as one frame per event, then let [`Delivery::plan`] apply the
+//!   turn's faults: which frames are written (duplicates, malformed frames after the first), how the response
+//!   ends ([`End`]: complete, broken, closed, truncated), what a streaming wire keeps in the history
+//!   ([`Delivery::held_back`]) and re-sends on the next stream ([`Delivery::redeliver`]). A cut's `events: n`
+//!   counts the turn's own frames, before duplicates and malformed frames. A wire that answers each turn with a
+//!   response of its own uses [`Delivery::plan_per_turn`], so a cut always loses the turn's end.
+//! * **When faults fire.** A turn's faults meet the first request that reaches it
+//!   ([`ScriptPlayer::faults_due`], [`ScriptPlayer::fault_fired`]); a retry gets the turn whole. On a per-turn
+//!   wire, only a response that carries the turn whole takes it; a stalled one takes it when it is finally
+//!   written, unless a retry already did ([`ScriptPlayer::take_at`]).
+//!
+//! Then declare what your backend injects ([`BackendCapabilities::with_fault`]) and the [`faults`] matrix runs
+//! each case at every position, live and synchronous. The emulators of this workspace (`ClaudeEmulator`,
+//! `AgentCoreEmulator`, `ChatEmulator`) are built this way.
+//!
 //! The suite's scenarios are part of this crate's API: pin its version, and expect new scenarios in minor
 //! releases.
 
 mod approvals;
 pub mod artifacts_contract;
 mod backend;
+mod delivery;
+pub mod faults;
 mod harness;
 mod log;
 mod player;
@@ -97,7 +128,9 @@ pub mod store_contract;
 pub mod support;
 
 pub use async_trait::async_trait;
-pub use backend::{Backend, BackendCapabilities, Harness};
+pub use backend::{Backend, BackendCapabilities, Harness, ProviderSettings};
+pub use delivery::{Delivery, End};
+pub use faults::{FaultCase, FaultOutcome};
 pub use harness::Suite;
 pub use log::{InputLog, RecordedInput};
 pub use player::{ScriptContext, ScriptPlayer, Scripts};
@@ -151,6 +184,26 @@ macro_rules! conformance_suite {
             confirmation_allow,
             confirmation_deny_with_message,
             confirmation_default_defers,
+            fault_stream_drop_live,
+            fault_stream_drop_sync,
+            fault_clean_close_live,
+            fault_clean_close_sync,
+            fault_duplicate_events_live,
+            fault_duplicate_events_sync,
+            fault_redelivery_live,
+            fault_redelivery_sync,
+            fault_http_429_live,
+            fault_http_429_sync,
+            fault_http_500_live,
+            fault_http_500_sync,
+            fault_http_529_live,
+            fault_http_529_sync,
+            fault_stall_live,
+            fault_stall_sync,
+            fault_malformed_frame_live,
+            fault_malformed_frame_sync,
+            fault_truncated_turn_live,
+            fault_truncated_turn_sync,
         );
     };
     (@stamp $backend:expr; $($name:ident),* $(,)?) => {

@@ -1,6 +1,6 @@
 //! Handing out scripted turns to an emulator's sessions: one script shared by all of them, or one per session.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -118,6 +118,8 @@ pub struct ScriptPlayer {
     shared_served: usize,
     sessions: HashMap<String, SessionTurns>,
     started: usize,
+    /// The sessions whose turn due next has already met its faults.
+    fired: HashSet<String>,
 }
 
 #[derive(Default)]
@@ -134,7 +136,7 @@ impl ScriptPlayer {
             Source::Shared(script) => script.turns.iter().cloned().collect(),
             Source::PerSession(_) => VecDeque::new(),
         };
-        Self { scripts, shared, shared_served: 0, sessions: HashMap::new(), started: 0 }
+        Self { scripts, shared, shared_served: 0, sessions: HashMap::new(), started: 0, fired: HashSet::new() }
     }
 
     /// The turn `session_id`'s next input will play, without taking it. `first_input` is passed to a per-session
@@ -147,8 +149,10 @@ impl ScriptPlayer {
         }
     }
 
-    /// Takes the turn `session_id`'s input plays; `None` when its script has run out.
+    /// Takes the turn `session_id`'s input plays; `None` when its script has run out. The next turn's faults are
+    /// due again (see [`ScriptPlayer::faults_due`]).
     pub fn take(&mut self, session_id: &str, first_input: Option<&RecordedInput>) -> Option<ScriptTurn> {
+        self.fired.remove(session_id);
         if self.start(session_id, first_input) {
             let session = self.sessions.get_mut(session_id)?;
             let turn = session.turns.pop_front()?;
@@ -159,6 +163,21 @@ impl ScriptPlayer {
             self.shared_served += 1;
             Some(turn)
         }
+    }
+
+    /// Takes `session_id`'s next turn only if the session has taken exactly `served` turns so far: how a response
+    /// that was held back (a stall) claims its turn when it is finally written, unless a retry took the turn
+    /// meanwhile. `None` when it had.
+    pub fn take_at(
+        &mut self,
+        session_id: &str,
+        served: usize,
+        first_input: Option<&RecordedInput>,
+    ) -> Option<ScriptTurn> {
+        if self.served(session_id) != served {
+            return None;
+        }
+        self.take(session_id, first_input)
     }
 
     /// How many turns `session_id` has taken (with a shared script: how many all sessions have taken).
@@ -178,10 +197,25 @@ impl ScriptPlayer {
         }
     }
 
+    /// Whether the faults of `session_id`'s next turn are still to fire. A turn's faults fire once: the first
+    /// request that reaches the turn meets them (an HTTP error, a cut response, a bad frame, a stall) and the
+    /// emulator says so with [`ScriptPlayer::fault_fired`]; a retry of the same turn is then served whole, until
+    /// [`ScriptPlayer::take`] moves on to the next turn. (That is how a retrying client gets through: a fault that
+    /// fired on every attempt could never be recovered from.)
+    pub fn faults_due(&self, session_id: &str) -> bool {
+        !self.fired.contains(session_id)
+    }
+
+    /// Records that `session_id`'s next turn has met its faults (see [`ScriptPlayer::faults_due`]).
+    pub fn fault_fired(&mut self, session_id: &str) {
+        self.fired.insert(session_id.to_string());
+    }
+
     /// Forgets a session's script (when the emulator deletes the session), so a long-running emulator's memory
     /// does not grow with the sessions it has served.
     pub fn forget(&mut self, session_id: &str) {
         self.sessions.remove(session_id);
+        self.fired.remove(session_id);
     }
 
     /// Builds `session_id`'s script if it has none yet; false for a shared script.
@@ -262,6 +296,26 @@ mod tests {
         assert_eq!(prompt(Some(RecordedInput::Kickoff { prompt: None, outcome: None })), None);
         assert_eq!(prompt(Some(RecordedInput::Interrupt)), None);
         assert_eq!(prompt(None), None);
+    }
+
+    #[test]
+    fn a_turns_faults_fire_once_until_the_turn_is_taken() {
+        let mut player = ScriptPlayer::new(Scripts::per_session(|session| two_turns(session.session_id)));
+        assert!(player.faults_due("a"));
+        player.fault_fired("a");
+        assert!(!player.faults_due("a"), "a retry of the same turn is served whole");
+        assert!(player.faults_due("b"), "each session's turn has its own faults");
+        player.take("a", None);
+        assert!(player.faults_due("a"), "the next turn's faults are due");
+    }
+
+    #[test]
+    fn a_held_back_response_claims_its_turn_only_if_no_retry_took_it() {
+        let mut player = ScriptPlayer::new(Scripts::per_session(|session| two_turns(session.session_id)));
+        let served = player.served("a");
+        assert_eq!(player.take("a", None).unwrap().text, ["a 1"], "a retry takes the turn first");
+        assert!(player.take_at("a", served, None).is_none(), "the stalled response finds it taken");
+        assert_eq!(player.take_at("a", 1, None).unwrap().text, ["a 2"]);
     }
 
     #[test]

@@ -20,6 +20,13 @@ pub use crate::approvals::{
     approval_resumed_by_a_new_session, confirmation_allow, confirmation_default_defers, confirmation_deny_with_message,
     ledger_answers_a_recovered_call, sync_run_defer_returns_approval_required,
 };
+pub use crate::faults::{
+    fault_clean_close_live, fault_clean_close_sync, fault_duplicate_events_live, fault_duplicate_events_sync,
+    fault_http_429_live, fault_http_429_sync, fault_http_500_live, fault_http_500_sync, fault_http_529_live,
+    fault_http_529_sync, fault_malformed_frame_live, fault_malformed_frame_sync, fault_redelivery_live,
+    fault_redelivery_sync, fault_stall_live, fault_stall_sync, fault_stream_drop_live, fault_stream_drop_sync,
+    fault_truncated_turn_live, fault_truncated_turn_sync,
+};
 use crate::support::{EchoTools, TaskCounter, blocking_tool, echo_text, recording};
 use crate::{Backend, BackendCapabilities, Fault, Harness, RecordedInput, Script, ScriptToolCall, ScriptTurn};
 
@@ -101,6 +108,26 @@ suite! {
     confirmation_allow: needs_confirmations,
     confirmation_deny_with_message: needs_confirmations,
     confirmation_default_defers: needs_confirmations,
+    fault_stream_drop_live: crate::faults::needs_stream_drop,
+    fault_stream_drop_sync: crate::faults::needs_stream_drop,
+    fault_clean_close_live: crate::faults::needs_clean_close,
+    fault_clean_close_sync: crate::faults::needs_clean_close,
+    fault_duplicate_events_live: crate::faults::needs_duplicate_events,
+    fault_duplicate_events_sync: crate::faults::needs_duplicate_events,
+    fault_redelivery_live: crate::faults::needs_redelivery,
+    fault_redelivery_sync: crate::faults::needs_redelivery,
+    fault_http_429_live: crate::faults::needs_http_429,
+    fault_http_429_sync: crate::faults::needs_http_429,
+    fault_http_500_live: crate::faults::needs_http_500,
+    fault_http_500_sync: crate::faults::needs_http_500,
+    fault_http_529_live: crate::faults::needs_http_529,
+    fault_http_529_sync: crate::faults::needs_http_529,
+    fault_stall_live: crate::faults::needs_stall,
+    fault_stall_sync: crate::faults::needs_stall,
+    fault_malformed_frame_live: crate::faults::needs_malformed_frame,
+    fault_malformed_frame_sync: crate::faults::needs_malformed_frame,
+    fault_truncated_turn_live: crate::faults::needs_truncated_turn,
+    fault_truncated_turn_sync: crate::faults::needs_truncated_turn,
 }
 
 fn always(_: &BackendCapabilities) -> Option<&'static str> {
@@ -173,7 +200,7 @@ pub(crate) fn options<P: ?Sized>(harness: &Harness<P>) -> SessionOptions {
 }
 
 /// A reconnect policy without waiting, so drop scenarios run fast.
-fn quick_reconnect() -> ReconnectPolicy {
+pub(crate) fn quick_reconnect() -> ReconnectPolicy {
     ReconnectPolicy::default()
         .with_initial(Duration::from_millis(1))
         .with_max(Duration::from_millis(5))

@@ -284,9 +284,30 @@ pub struct ScriptUsage {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Fault {
-    /// The event stream closes after delivering this many of the turn's events; the rest reach the history.
+    /// The connection breaks after this many of the turn's events (the response body fails: no clean end). On a
+    /// streaming wire the rest still reach the session's history; on a per-turn response they are lost, and the
+    /// turn is served whole to the next request for it.
     DropStreamAfter {
         /// Events delivered before the drop.
+        events: usize,
+    },
+    /// The server ends the response cleanly after this many of the turn's events, without the turn's end: a
+    /// closed event stream on a streaming wire (the rest reach the history), a cut response on a per-turn wire
+    /// (served whole next time).
+    CloseStreamAfter {
+        /// Events delivered before the close.
+        events: usize,
+    },
+    /// The connection breaks after this many of the turn's events, and the session's next stream sends those
+    /// events again before anything new (re-delivery after a reconnect).
+    RedeliverAfter {
+        /// Events delivered (and delivered again) before the drop.
+        events: usize,
+    },
+    /// The turn's response says it is complete after this many of its events, though the turn's end never came
+    /// (e.g. a chat stream's `[DONE]` with no `finish_reason`); served whole to the next request for the turn.
+    TruncateTurn {
+        /// Events delivered before the premature end.
         events: usize,
     },
     /// Every event of the turn is delivered twice.

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use managed_agents_core::{Mode, SessionOptions};
 
 use super::{RequestResponseReference, StreamingReference};
-use crate::{Backend, BackendCapabilities, Harness, Script};
+use crate::{Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, Script};
 
 /// Runs the suite against [`StreamingReference`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -24,6 +24,10 @@ impl Backend for StreamingReferenceBackend {
             .with_split_requires_action()
             .with_resume()
             .with_resume_pending()
+            .with_faults(
+                &[FaultCase::StreamDrop, FaultCase::CleanClose, FaultCase::DuplicateEvents, FaultCase::Redelivery],
+                FaultOutcome::Recovers,
+            )
     }
 
     async fn start(&self, script: Script) -> Harness<StreamingReference> {
@@ -47,6 +51,7 @@ impl Backend for RequestResponseReferenceBackend {
             .with_duplicate_delivery()
             .with_resume()
             .with_resume_pending()
+            .with_fault(FaultCase::DuplicateEvents, FaultOutcome::Recovers)
     }
 
     async fn start(&self, script: Script) -> Harness<RequestResponseReference> {

@@ -14,8 +14,10 @@ use crate::{InputLog, Script};
 /// An in-memory streaming provider that plays a [`Script`]: events carry ids, a `stop` event ends each turn,
 /// tool results are echoed into the history, and a dropped stream can be reconnected (listing the history and
 /// the tool calls still unanswered). It supports outcomes and interrupts, and injects
-/// [`Fault::DropStreamAfter`](crate::Fault::DropStreamAfter), [`Fault::DuplicateEvents`](crate::Fault) and
-/// [`Fault::SplitRequiresAction`](crate::Fault).
+/// [`Fault::DropStreamAfter`](crate::Fault::DropStreamAfter) (the stream fails),
+/// [`Fault::CloseStreamAfter`](crate::Fault::CloseStreamAfter) (it closes), [`Fault::RedeliverAfter`](crate::Fault)
+/// (the next stream sends the delivered events again), [`Fault::DuplicateEvents`](crate::Fault) and
+/// [`Fault::SplitRequiresAction`](crate::Fault), through the same [`Delivery`](crate::Delivery) the emulators use.
 #[derive(Clone)]
 pub struct StreamingReference {
     world: SharedWorld,
@@ -124,6 +126,9 @@ impl StreamingConnection for StreamingReferenceConnection {
         let session = world.session(&self.session_id)?;
         let (sender, receiver) = mpsc::unbounded_channel();
         let _ = sender.send(StreamItem::Connected);
+        for event in session.redeliver.drain(..) {
+            let _ = sender.send(StreamItem::Event(event));
+        }
         session.stream = Some(sender);
         self.receiver = receiver;
         let history = seen.unseen(session.history.clone());

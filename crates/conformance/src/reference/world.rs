@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::wire;
-use crate::{Fault, InputLog, RecordedInput, Script, ScriptStop, ScriptToolCall, ScriptTurn};
+use crate::{Delivery, End, Fault, InputLog, RecordedInput, Script, ScriptStop, ScriptToolCall, ScriptTurn};
 
 /// What one input made the server emit.
 pub(crate) struct Played {
@@ -22,6 +22,8 @@ pub(crate) struct SessionRecord {
     awaiting: Vec<ScriptToolCall>,
     split: bool,
     pub(crate) stream: Option<mpsc::UnboundedSender<StreamItem>>,
+    /// Events the session's next stream sends again before anything new ([`Fault::RedeliverAfter`]).
+    pub(crate) redeliver: Vec<Event>,
 }
 
 pub(crate) struct World {
@@ -174,25 +176,25 @@ impl World {
     }
 }
 
-/// Delivers `played` over the session's stream, applying the delivery faults.
+/// Delivers `played` over the session's stream, applying the delivery faults the way every emulator does
+/// ([`Delivery`]): a cut ends the stream (a break fails it, a close or truncation closes it), and what a
+/// re-delivery fault delivered is sent again first by the session's next stream.
 pub(crate) fn deliver(session: &mut SessionRecord, played: &Played) {
     let Some(stream) = &session.stream else { return };
-    let drop_after = Fault::drop_after_in(&played.faults);
-    let copies = if played.faults.contains(&Fault::DuplicateEvents) { 2 } else { 1 };
-    for (index, event) in played.events.iter().enumerate() {
-        if drop_after == Some(index) {
-            let _ = stream.send(StreamItem::Closed);
-            session.stream = None;
-            return;
-        }
-        for _ in 0..copies {
-            let _ = stream.send(StreamItem::Event(event.clone()));
-        }
+    let delivery = Delivery::plan(played.events.clone(), &played.faults, Vec::new);
+    for event in delivery.frames {
+        let _ = stream.send(StreamItem::Event(event));
     }
-    if drop_after.is_some_and(|after| after >= played.events.len()) {
-        let _ = stream.send(StreamItem::Closed);
-        session.stream = None;
-    }
+    session.redeliver = delivery.redeliver;
+    let end = match delivery.end {
+        End::Complete => return,
+        End::Break => {
+            StreamItem::Failed(Error::Transport { message: "the stream broke (injected)".into(), source: None })
+        }
+        _ => StreamItem::Closed,
+    };
+    let _ = stream.send(end);
+    session.stream = None;
 }
 
 /// A JSON message for a reference transcript.
