@@ -4,10 +4,13 @@
 //! contract — every `toolResult` must follow an assistant message echoing its `toolUse` — and answers a broken
 //! one the way the service does, with a `runtimeClientError` exception frame. It records every request.
 //!
-//! Faults ([`Fault`]): `HttpError` (the turn's first call fails with that status, as the matching AWS error),
-//! `DropStreamAfter` (the stream ends after that many frames without `messageStop`: truncated; the turn's first
-//! call only, unless [`EmulatorOptions::truncate_every_call`]), `Stall`, `MalformedFrame` (a frame with a broken
-//! CRC), `StreamException` (an exception frame instead of the turn). [`EmulatorOptions::reuse_block_index`] sends
+//! Faults ([`Fault`]), delivered with the conformance kit's [`Delivery`], each on the turn's first call only (a
+//! retry is served whole, unless [`EmulatorOptions::truncate_every_call`]): `HttpError` (the call fails with
+//! that status, as the matching AWS error), `DropStreamAfter` (the body breaks after that many frames),
+//! `CloseStreamAfter` and `TruncateTurn` (it ends cleanly there, without `messageStop`: the same thing on this
+//! wire), `Stall` (nothing for a while; the turn counts as served only if the client still waits when it ends),
+//! `MalformedFrame` (a copy of the first frame with a broken CRC after it), `StreamException` (an exception
+//! frame instead of the turn). A cut never reaches `messageStop`. [`EmulatorOptions::reuse_block_index`] sends
 //! every tool block at content-block index 0, as the live service was seen doing. [`EmulatorOptions`] also adds
 //! reasoning (text with a signature, and redacted bytes — then a resume must echo them, or it fails with an
 //! in-stream `validationException` naming the field), a server-side tool call with its `toolResult` block, and
@@ -44,10 +47,10 @@ use async_trait::async_trait;
 use aws_sdk_bedrockagentcore::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_bedrockagentcore::primitives::event_stream::{Header, HeaderValue, Message};
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptPlayer, ScriptStop,
-    ScriptTurn, Scripts,
+    Backend, BackendCapabilities, Delivery, End, Fault, FaultCase, FaultOutcome, Harness, InputLog, ProviderSettings,
+    RecordedInput, Script, ScriptPlayer, ScriptStop, ScriptTurn, Scripts,
 };
-use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
+use managed_agents_core::http::server::{Claim, LoopbackServer, Pacing, ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
 use managed_agents_core::{Mode, RetryPolicy, SessionOptions, ToolResult};
 use serde_json::{Value, json};
@@ -70,7 +73,8 @@ pub const HARNESS_ARN: &str = "arn:aws:bedrock-agentcore:us-east-1:123456789012:
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct EmulatorOptions {
-    /// `DropStreamAfter` truncates every call of the turn, not just the first.
+    /// A turn's cutting faults (`DropStreamAfter`, `CloseStreamAfter`, `TruncateTurn`) and `MalformedFrame` meet
+    /// every call of the turn, not just the first.
     pub truncate_every_call: bool,
     /// Every tool block uses content-block index 0.
     pub reuse_block_index: bool,
@@ -148,9 +152,6 @@ pub struct InvokeRequest {
 struct State {
     options: EmulatorOptions,
     player: ScriptPlayer,
-    /// The runtime sessions whose turn due next has already met its injected fault (an HTTP error or a
-    /// truncation), so that it is served whole next time.
-    faulted_current: HashSet<String>,
     sessions: HashSet<String>,
     /// Per session: the reasoning blocks the next resume must echo (as request JSON).
     reasoning_echo: HashMap<String, Vec<Value>>,
@@ -195,7 +196,6 @@ impl AgentCoreEmulator {
         let state = Arc::new(Mutex::new(State {
             options,
             player: ScriptPlayer::new(scripts),
-            faulted_current: HashSet::new(),
             sessions: HashSet::new(),
             reasoning_echo: HashMap::new(),
             log: InputLog::new(),
@@ -744,7 +744,7 @@ fn command_response(state: &Mutex<State>, runtime: &str, session_id: &str, body:
         frames.push(chunk(json!({"contentDelta": {"stderr": piece}})));
     }
     frames.push(chunk(json!({"contentStop": {"exitCode": code, "status": "COMPLETED"}})));
-    stream_response(frames, None)
+    frames_response(frames)
 }
 
 /// The most command output one `contentDelta` event carries, in bytes.
@@ -832,92 +832,100 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let input = match decode_input(&messages, guard.sessions.contains(&session_id)) {
         Ok(input) => input,
-        Err(complaint) => return stream_response(vec![exception("runtimeClientError", &complaint)], None),
+        Err(complaint) => return frames_response(vec![exception("runtimeClientError", &complaint)]),
     };
     if matches!(input, RecordedInput::ToolResults(_))
         && let Some(expected) = guard.reasoning_echo.get(&session_id)
         && let Err(complaint) = check_reasoning_echo(&messages, expected)
     {
-        return stream_response(vec![validation_exception(&complaint, &[("messages", &complaint)])], None);
+        return frames_response(vec![validation_exception(&complaint, &[("messages", &complaint)])]);
     }
     let Some(turn) = guard.player.peek(&session_id, Some(&input)).cloned() else {
         let served = guard.player.served(&session_id);
         let message = format!("unexpected model call: the script has only {served} turns");
-        return stream_response(vec![exception("validationException", &message)], None);
+        return frames_response(vec![exception("validationException", &message)]);
     };
-    let faulted = guard.faulted_current.contains(&session_id);
-    let fault_due = !faulted || guard.options.truncate_every_call;
+    // A turn's faults meet its first call only (unless every call is to meet them), so a retry is served whole.
+    let due = guard.player.faults_due(&session_id);
     if let Some((status, _)) = turn.http_error()
-        && !faulted
+        && due
     {
-        guard.faulted_current.insert(session_id);
+        guard.player.fault_fired(&session_id);
         return aws_error(status, "injected failure");
     }
-    let drop_after = turn.drop_after();
-    let stall = turn.stall();
     let number = guard.player.served(&session_id);
-    let mut frames = call_frames(&turn, &guard.options, number);
-    if let Some(after) = drop_after.filter(|_| fault_due) {
-        // Truncated: the turn is served again on the next call.
-        guard.faulted_current.insert(session_id);
-        frames.truncate(after.min(frames.len().saturating_sub(1)));
-        return stream_response(frames, stall);
+    let frames = call_frames(&turn, &guard.options, number);
+    let faults: &[Fault] = if due || guard.options.truncate_every_call { &turn.faults } else { &[] };
+    let first = frames.first().cloned().unwrap_or_default();
+    let delivery = Delivery::plan_per_turn(frames, faults, || vec![broken_crc(&first)]);
+    if !faults.is_empty() {
+        guard.player.fault_fired(&session_id);
     }
-    if turn.has(&Fault::MalformedFrame) {
-        // A frame with a broken CRC first; the turn is not consumed, so every call meets it.
-        let mut broken = frames[0].to_vec();
-        if let Some(last) = broken.last_mut() {
-            *last ^= 0xff;
-        }
-        frames.insert(0, Bytes::from(broken));
-        return stream_response(frames, stall);
+    if delivery.end.is_cut() || faults.contains(&Fault::MalformedFrame) {
+        // The turn is not consumed: the next call for it is served again.
+        return stream_response(delivery, None, None);
     }
-    guard.faulted_current.remove(&session_id);
-    guard.player.take(&session_id, Some(&input));
-    if guard.options.reasoning && turn.stop == ScriptStop::ToolUse {
-        guard.reasoning_echo.insert(session_id.clone(), reasoning_echo(number));
-    } else {
-        guard.reasoning_echo.remove(&session_id);
-    }
-    guard.sessions.insert(session_id);
-    guard.log.record(input);
     if let Some((kind, message)) = turn.stream_exception() {
-        return stream_response(
-            vec![event("messageStart", json!({"role": "assistant"})), exception(kind, message)],
-            stall,
-        );
+        commit_turn(&mut guard, &session_id, input, &turn);
+        return frames_response(vec![event("messageStart", json!({"role": "assistant"})), exception(kind, message)]);
     }
-    stream_response_gated(frames, stall, guard.gate.clone())
-}
-
-fn stream_response(frames: Vec<Bytes>, stall: Option<Duration>) -> Response<ResponseBody> {
-    stream_response_gated(frames, stall, None)
-}
-
-/// Streams `frames` (after `stall`); with a gate, the last frame waits until the gate is notified.
-fn stream_response_gated(
-    frames: Vec<Bytes>,
-    stall: Option<Duration>,
-    gate: Option<Arc<tokio::sync::Notify>>,
-) -> Response<ResponseBody> {
-    let (sender, body) = ResponseBody::channel();
-    tokio::spawn(async move {
-        if let Some(stall) = stall {
-            tokio::time::sleep(stall).await;
-        }
-        let last = frames.len().saturating_sub(1);
-        for (index, frame) in frames.into_iter().enumerate() {
-            if index == last
-                && let Some(gate) = &gate
-            {
-                gate.notified().await;
-            }
-            if sender.send(Ok(frame)).await.is_err() {
-                return;
-            }
-        }
+    let gate = guard.gate.clone();
+    if delivery.stall.is_none() {
+        commit_turn(&mut guard, &session_id, input, &turn);
+        return stream_response(delivery, gate, None);
+    }
+    // A stalled turn is consumed only if the client still waits for it when the stall ends (one that gave up
+    // retries, and the retry is served the turn whole).
+    drop(guard);
+    let claim: Claim = Box::new(move || {
+        let mut state = lock(&state);
+        state.player.served(&session_id) == number && commit_turn(&mut state, &session_id, input, &turn)
     });
-    let mut response = Response::new(body);
+    stream_response(delivery, gate, Some(claim))
+}
+
+/// Consumes the session's next turn: the input is logged, the reasoning a resume must echo is remembered.
+/// `false` when the script has run out.
+fn commit_turn(state: &mut State, session_id: &str, input: RecordedInput, turn: &ScriptTurn) -> bool {
+    let number = state.player.served(session_id);
+    if state.player.take(session_id, Some(&input)).is_none() {
+        return false;
+    }
+    if state.options.reasoning && turn.stop == ScriptStop::ToolUse {
+        state.reasoning_echo.insert(session_id.to_string(), reasoning_echo(number));
+    } else {
+        state.reasoning_echo.remove(session_id);
+    }
+    state.sessions.insert(session_id.to_string());
+    state.log.record(input);
+    true
+}
+
+/// A response streaming `frames` as they are.
+fn frames_response(frames: Vec<Bytes>) -> Response<ResponseBody> {
+    stream_response(Delivery::plan(frames, &[], Vec::new), None, None)
+}
+
+/// A copy of `frame` whose message CRC no longer matches.
+fn broken_crc(frame: &Bytes) -> Bytes {
+    let mut broken = frame.to_vec();
+    if let Some(last) = broken.last_mut() {
+        *last ^= 0xff;
+    }
+    Bytes::from(broken)
+}
+
+/// Streams a delivery of event-stream frames (see [`Pacing`]): a break ends the body with an error, any other
+/// end cleanly (this wire has no end marker of its own beyond `messageStop`).
+fn stream_response(
+    delivery: Delivery<Bytes>,
+    gate: Option<Arc<tokio::sync::Notify>>,
+    claim: Option<Claim>,
+) -> Response<ResponseBody> {
+    let tail =
+        (delivery.end == End::Break).then(|| Err(io::Error::new(io::ErrorKind::ConnectionReset, "injected drop")));
+    let pacing = Pacing::default().stall(delivery.stall).claim(claim).gate(gate);
+    let mut response = Response::new(ResponseBody::paced(delivery.frames, tail, pacing));
     if let Ok(value) = "application/vnd.amazon.eventstream".parse() {
         response.headers_mut().insert("content-type", value);
     }
@@ -948,14 +956,37 @@ impl Backend for AgentCoreBackend {
             BackendCapabilities::new(Mode::RequestResponse).with_provider(BedrockAgentCore::CAPABILITIES).with_resume();
         // With reasoning, answers must echo the previous response's reasoning blocks, which only the connection
         // that received them holds: a new session cannot answer the calls an earlier one stopped on.
+        let capabilities = capabilities
+            .with_faults(
+                &[
+                    FaultCase::StreamDrop,
+                    FaultCase::CleanClose,
+                    FaultCase::Http429,
+                    FaultCase::Http500,
+                    FaultCase::Http529,
+                    FaultCase::MalformedFrame,
+                    FaultCase::TruncatedTurn,
+                ],
+                FaultOutcome::Recovers,
+            )
+            .with_fault(FaultCase::Stall, FaultOutcome::Surfaces);
         if self.options.reasoning { capabilities } else { capabilities.with_resume_pending() }
     }
 
     async fn start(&self, script: Script) -> Harness<BedrockAgentCore> {
+        self.start_with(script, &ProviderSettings::new()).await
+    }
+
+    async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<BedrockAgentCore> {
         let emulator =
             AgentCoreEmulator::with_options(script, self.options).await.expect("the emulator starts on loopback");
         let options = SessionOptions::new().agent_id(emulator.harness_arn());
         let log = emulator.log();
-        Harness::new(Arc::new(emulator.provider()), options, log).keep_alive(emulator)
+        let mut provider = emulator.provider_builder();
+        if let Some(idle) = settings.idle_timeout {
+            provider = provider.idle_timeout(idle);
+        }
+        let provider = provider.build().expect("the emulator's provider builds");
+        Harness::new(Arc::new(provider), options, log).keep_alive(emulator)
     }
 }

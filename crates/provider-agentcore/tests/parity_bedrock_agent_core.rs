@@ -228,7 +228,7 @@ async fn an_exception_frame_is_a_typed_error() {
 /// bedrock_agent_core_test.exs: "poll_turn/2 retries a truncated turn (no terminal stop_reason) then surfaces it".
 #[tokio::test]
 async fn a_truncated_turn_is_retried() {
-    let turn = ScriptTurn::text("whole").with_fault(Fault::DropStreamAfter { events: 2 });
+    let turn = ScriptTurn::text("whole").with_fault(Fault::CloseStreamAfter { events: 2 });
     let (emulator, provider) = emulator(Script::new().turn(turn)).await;
     let mut connection = connect(&emulator, &provider).await;
     let events = connection.poll_turn(kickoff("go"), LiveEvents::discard()).await.unwrap();

@@ -76,7 +76,7 @@ async fn concurrent_sessions_each_play_their_own_script() {
 
 #[tokio::test]
 async fn each_session_meets_its_own_truncation_once() {
-    let cut = ScriptTurn::text("whole at last").with_fault(Fault::DropStreamAfter { events: 2 });
+    let cut = ScriptTurn::text("whole at last").with_fault(Fault::CloseStreamAfter { events: 2 });
     let emulator =
         AgentCoreEmulator::start(Scripts::per_session(move |_| Script::new().turn(cut.clone()))).await.unwrap();
     let provider = emulator.provider();

@@ -56,7 +56,7 @@ async fn every_resume_echoes_the_calls_before_their_results() {
 
 #[tokio::test]
 async fn a_truncated_stream_is_retried_and_then_reported_as_early_termination() {
-    let truncated = || ScriptTurn::text("complete answer").with_fault(Fault::DropStreamAfter { events: 2 });
+    let truncated = || ScriptTurn::text("complete answer").with_fault(Fault::CloseStreamAfter { events: 2 });
     let emulator = AgentCoreEmulator::start(Script::new().turn(truncated())).await.unwrap();
     let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
     assert_eq!(result.text, "complete answer");
@@ -118,10 +118,14 @@ async fn a_stall_hits_the_idle_timeout() {
 
 #[tokio::test]
 async fn a_broken_frame_is_retried_then_a_typed_error() {
-    let emulator =
-        AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame)))
-            .await
-            .unwrap();
+    let broken = || Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame));
+    let emulator = AgentCoreEmulator::start(broken()).await.unwrap();
+    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+    assert_eq!(result.text, "x");
+    assert_eq!(emulator.requests().len(), 2, "broken once, then served whole");
+
+    let every = EmulatorOptions::default().with_truncate_every_call(true);
+    let emulator = AgentCoreEmulator::with_options(broken(), every).await.unwrap();
     let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
     assert!(matches!(error.root(), Error::Malformed { .. }), "{error:?}");
     assert_eq!(emulator.requests().len(), 3, "retried like a cut stream, then reported");

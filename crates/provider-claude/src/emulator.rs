@@ -57,11 +57,14 @@
 //! # let _ = managed_agents_claude::emulator::ClaudeEmulator::start(scripts);
 //! ```
 //!
-//! Faults ([`Fault`]): `DropStreamAfter` (open streams close after that many of the turn's events; the rest
-//! reach the history), `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the
-//! events post that would start the turn is refused first, with `retry-after`), `Stall` (the turn starts late),
-//! `MalformedFrame` ([`EmulatorOptions::malformed_frames`] undecodable frames right after the turn's first
-//! event), `StreamException` (an `event: error` frame instead of the turn). [`EmulatorOptions`] adds CRLF
+//! Faults ([`Fault`]), delivered with the conformance kit's [`Delivery`]: `DropStreamAfter` (open streams break
+//! after that many of the turn's events; the rest reach the history), `CloseStreamAfter` (they end cleanly
+//! there), `RedeliverAfter` (they break there, and the next stream sends those events again first),
+//! `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the events post that would
+//! start the turn is refused once, with `retry-after-ms`), `Stall` (the turn starts late), `MalformedFrame`
+//! ([`EmulatorOptions::malformed_frames`] undecodable frames right after the turn's first event),
+//! `StreamException` (an `event: error` frame instead of the turn). `TruncateTurn` does not apply: the wire has
+//! no per-turn response. [`EmulatorOptions`] adds CRLF
 //! framing, comment heartbeats, a page size, and streams that re-send the whole history when they open (so a
 //! reconnect sees every old event again).
 
@@ -72,8 +75,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptPlayer, ScriptStop,
-    ScriptToolCall, ScriptTurn, Scripts, host_tool_output,
+    Backend, BackendCapabilities, Delivery, End, Fault, FaultCase, FaultOutcome, Harness, InputLog, ProviderSettings,
+    RecordedInput, Script, ScriptPlayer, ScriptStop, ScriptToolCall, ScriptTurn, Scripts, host_tool_output,
 };
 use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, HeaderValue, Method, Response, RetryPolicy, StatusCode};
@@ -195,8 +198,8 @@ struct SessionState {
     split: bool,
     results: Vec<ToolResult>,
     kicked_off: bool,
-    /// Whether the turn due next already refused one events post with its injected HTTP error.
-    refused_current: bool,
+    /// Frames the next stream sends before anything new ([`Fault::RedeliverAfter`]).
+    redeliver: Vec<Bytes>,
 }
 
 struct State {
@@ -831,7 +834,7 @@ fn open_stream(state: &Mutex<State>, session_id: &str) -> Response<ResponseBody>
     if let Some(line) = heartbeat {
         let _ = sender.send(Ok(Bytes::from_static(line.as_bytes())));
     }
-    for frame in replayed {
+    for frame in replayed.into_iter().chain(session.redeliver.drain(..)) {
         let _ = sender.send(Ok(frame));
     }
     session.streams.push(sender);
@@ -886,44 +889,41 @@ fn track(record: &mut Value, event: &Value, now: &str) {
     record["updated_at"] = json!(now);
 }
 
-/// Appends `events` to a session's history and sends them to its open streams, applying the delivery faults.
+/// Appends `events` to a session's history and sends them to its open streams, applying the delivery faults
+/// ([`Delivery`]): a cut stream still leaves every event in the history, a break fails the stream's body (a close
+/// or truncation ends it cleanly), and what a re-delivery fault delivered is sent first by the next stream.
 fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faults: &[Fault]) {
     let frames: Vec<Bytes> =
         events.iter().map(|e| state.frame(e["type"].as_str().unwrap_or("message"), &e.to_string())).collect();
-    let malformed: Vec<Bytes> = if faults.contains(&Fault::MalformedFrame) {
+    let malformed = || {
         (0..state.options.malformed_frames)
             .map(|n| match n % 2 {
                 0 => state.frame("agent.message", &format!("{{\"broken\": \"{MALFORMED_FRAME_MARKER}")),
                 _ => state.frame("agent.message", &format!("[\"{MALFORMED_FRAME_MARKER}\"]")),
             })
             .collect()
-    } else {
-        Vec::new()
     };
+    let delivery = Delivery::plan(frames, faults, malformed);
     let now = state.now();
     let Some(session) = state.sessions.get_mut(session_id) else { return };
     for event in &events {
         track(&mut session.record, event, &now);
     }
     session.history.extend(events);
-    let drop_after = Fault::drop_after_in(faults);
-    let copies = if faults.contains(&Fault::DuplicateEvents) { 2 } else { 1 };
-    for (index, frame) in frames.iter().enumerate() {
-        if drop_after == Some(index) {
-            session.streams.clear();
-            return;
-        }
-        for _ in 0..copies {
-            session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
-        }
-        if index == 0 {
-            for bad in &malformed {
-                session.streams.retain(|s| s.send(Ok(bad.clone())).is_ok());
+    for frame in &delivery.frames {
+        session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
+    }
+    if !delivery.redeliver.is_empty() {
+        session.redeliver = delivery.redeliver;
+    }
+    match delivery.end {
+        End::Complete => {}
+        End::Break => {
+            for stream in session.streams.drain(..) {
+                let _ = stream.send(Err(io::Error::new(io::ErrorKind::ConnectionReset, "injected drop")));
             }
         }
-    }
-    if drop_after.is_some_and(|after| after >= frames.len()) {
-        session.streams.clear();
+        _ => session.streams.clear(),
     }
 }
 
@@ -1099,11 +1099,10 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
             Some(input) => guard.player.peek(session_id, Some(input)).and_then(ScriptTurn::http_error),
             None => None,
         };
-        let session = guard.sessions.get_mut(session_id).expect("checked above");
         if let Some((status, retry_after)) = refusal
-            && !session.refused_current
+            && guard.player.faults_due(session_id)
         {
-            session.refused_current = true;
+            guard.player.fault_fired(session_id);
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut response = error(status, "overloaded_error", "injected failure");
             if let Some(after) = retry_after
@@ -1113,7 +1112,6 @@ async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -
             }
             return response;
         }
-        session.refused_current = false;
         let mut trigger = None;
         let mut echoed = Vec::new();
         let mut results = Vec::new();
@@ -1373,18 +1371,36 @@ impl Backend for ClaudeBackend {
             .with_resume()
             .with_resume_pending()
             .with_confirmations()
+            .with_faults(
+                &[
+                    FaultCase::StreamDrop,
+                    FaultCase::CleanClose,
+                    FaultCase::DuplicateEvents,
+                    FaultCase::Redelivery,
+                    FaultCase::Http429,
+                    FaultCase::Http529,
+                    FaultCase::Stall,
+                    FaultCase::MalformedFrame,
+                ],
+                FaultOutcome::Recovers,
+            )
+            // A post refused with 500 may have been processed: it is not sent again (429 and 529 are).
+            .with_fault(FaultCase::Http500, FaultOutcome::Surfaces)
     }
 
     async fn start(&self, script: Script) -> Harness<ClaudeManagedAgents> {
+        self.start_with(script, &ProviderSettings::new()).await
+    }
+
+    async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<ClaudeManagedAgents> {
         let emulator =
             ClaudeEmulator::with_options(script, self.options).await.expect("the emulator starts on loopback");
         let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let client = ClaudeClient::builder()
-            .base_url(emulator.base_url())
-            .api_key("test-key")
-            .retry(quick)
-            .build()
-            .expect("client");
+        let mut client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick);
+        if let Some(idle) = settings.idle_timeout {
+            client = client.idle_timeout(idle);
+        }
+        let client = client.build().expect("client");
         let (agent_id, environment_id) = emulator.seed_agent();
         let options = SessionOptions::new().agent_id(agent_id).environment_id(environment_id);
         let log = emulator.log();

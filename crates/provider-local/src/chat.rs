@@ -206,11 +206,11 @@ impl HttpChat {
             live.emit(event.clone());
             events.push(event);
         }
-        if !done && !assembler.finished() {
-            return Err(Error::Transport {
-                message: "the chat stream ended before the response was complete (no finish reason, no [DONE])".into(),
-                source: None,
-            });
+        // A turn is over only once a choice says why it finished: a stream that ends without a finish reason,
+        // cleanly or with `[DONE]`, was cut short, whatever it delivered (decision 71).
+        if !assembler.finished() {
+            tracing::debug!(done, "the chat stream ended without a finish reason");
+            return Err(Error::StreamClosed);
         }
         let (message, finish_reason, usage) = assembler.finish();
         Ok(ChatResponse { message, finish_reason, usage, events, raw: None })

@@ -3,10 +3,13 @@
 //!
 //! Each `POST …/chat/completions` plays the next scripted turn, streamed (SSE chunks, tool-call fragments split
 //! across chunks, usage in a final chunk) when the request asks for `stream: true`, as one JSON completion
-//! otherwise. Every request body is recorded, and decoded into the conformance [`InputLog`]. Faults:
-//! [`Fault::HttpError`] (the turn's first request fails with that status and `retry-after`),
-//! [`Fault::Stall`] (a wait before the first byte), [`Fault::DropStreamAfter`] (the connection breaks after that
-//! many chunks) and [`Fault::MalformedFrame`] (a chunk that is not JSON comes first).
+//! otherwise. Every request body is recorded, and decoded into the conformance [`InputLog`]. Faults, delivered
+//! with the conformance kit's [`Delivery`], each on the first request for the turn only (a retry is served
+//! whole): [`Fault::HttpError`] (that status, with `retry-after-ms`), [`Fault::Stall`] (a wait before the first
+//! byte; the turn counts as served only if the client still waits when it ends), [`Fault::DropStreamAfter`]
+//! (the body breaks after that many chunks), [`Fault::CloseStreamAfter`] (it ends there, without `[DONE]`),
+//! [`Fault::TruncateTurn`] (`data: [DONE]` there, with no finish reason yet) and [`Fault::MalformedFrame`] (a
+//! chunk that is not JSON after the first). A cut never reaches the finish reason.
 //!
 //! Scripts: [`ChatEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
 //! request comes next, or [`Scripts::per_session`], which builds a fresh script for each conversation the first
@@ -40,18 +43,17 @@
 //! # }
 //! ```
 
-use std::collections::HashSet;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, Fault, Harness, InputLog, RecordedInput, Script, ScriptPlayer, ScriptStop,
-    ScriptTurn, Scripts,
+    Backend, BackendCapabilities, Delivery, End, Fault, FaultCase, FaultOutcome, Harness, InputLog, ProviderSettings,
+    RecordedInput, Script, ScriptPlayer, ScriptStop, ScriptTurn, Scripts,
 };
-use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
-use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
+use managed_agents_core::http::server::{Claim, LoopbackServer, Pacing, ReceivedRequest, ResponseBody, json_response};
+use managed_agents_core::http::{Bytes, Method, Response, RetryPolicy, StatusCode};
 use managed_agents_core::{Mode, Provider, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 
@@ -61,8 +63,6 @@ struct State {
     player: ScriptPlayer,
     /// How many completions were served, all conversations together (it numbers their ids).
     completions: usize,
-    /// The conversations whose turn due next has already failed its first request with an injected HTTP error.
-    failed_current: HashSet<String>,
     log: InputLog,
     requests: Vec<Value>,
     arrivals: Vec<tokio::time::Instant>,
@@ -95,7 +95,6 @@ impl ChatEmulator {
         let state = Arc::new(Mutex::new(State {
             player: ScriptPlayer::new(scripts),
             completions: 0,
-            failed_current: HashSet::new(),
             log: InputLog::new(),
             requests: Vec::new(),
             arrivals: Vec::new(),
@@ -150,20 +149,22 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
     }
     let key = conversation_key(&body);
     let input = decode_input(&body);
-    let (turn, id) = {
+    let (turn, id, faults, served) = {
         let mut state = lock(&state);
         state.requests.push(body.clone());
         state.arrivals.push(tokio::time::Instant::now());
         state.headers.push(request.headers.clone());
-        let Some(next) = state.player.peek(&key, Some(&input)) else {
+        let Some(next) = state.player.peek(&key, Some(&input)).cloned() else {
             let served = state.player.served(&key);
             let message = format!("unexpected model call: the script has only {served} turns");
             return error_response(StatusCode::BAD_REQUEST, &message);
         };
+        // A turn's faults meet the first request for it only, so a retry is served whole.
+        let due = state.player.faults_due(&key);
         if let Some((status, retry_after)) = next.http_error()
-            && !state.failed_current.contains(&key)
+            && due
         {
-            state.failed_current.insert(key);
+            state.player.fault_fired(&key);
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut response = error_response(status, "injected failure");
             if let Some(after) = retry_after {
@@ -174,20 +175,45 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
             }
             return response;
         }
-        state.failed_current.remove(&key);
-        let turn = state.player.take(&key, Some(&input)).unwrap_or_else(|| ScriptTurn::text(""));
+        let faults = if due { next.faults.clone() } else { Vec::new() };
+        if !faults.is_empty() {
+            state.player.fault_fired(&key);
+        }
+        let served = state.player.served(&key);
+        (next, format!("chatcmpl-emulated-{}", state.completions + 1), faults, served)
+    };
+    // Claims the turn: only a response that carries it whole does, and a stalled one only when it is written
+    // (unless a retry took the turn meanwhile).
+    let claim = move || {
+        let mut state = lock(&state);
+        if state.player.take_at(&key, served, Some(&input)).is_none() {
+            return false;
+        }
         state.log.record(input);
         state.completions += 1;
-        (turn, format!("chatcmpl-emulated-{}", state.completions))
+        true
     };
     let model = body.get("model").cloned().unwrap_or(json!("emulated"));
-    let stall = turn.stall();
     if body.get("stream") == Some(&Value::Bool(true)) {
         let include_usage = body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
-        return streamed(&turn, &id, &model, include_usage, stall);
+        let frames =
+            chunks(&turn, &id, &model, include_usage).iter().map(|c| Bytes::from(format!("data: {c}\n\n"))).collect();
+        let delivery =
+            Delivery::plan_per_turn(frames, &faults, || vec![Bytes::from_static(b"data: {\"choices\": [oops\n\n")]);
+        if delivery.end.is_cut() || faults.contains(&Fault::MalformedFrame) {
+            return streamed(delivery, None);
+        }
+        if delivery.stall.is_none() {
+            claim();
+            return streamed(delivery, None);
+        }
+        return streamed(delivery, Some(Box::new(claim)));
     }
-    if let Some(stall) = stall {
+    if let Some(stall) = Delivery::plan(Vec::<Bytes>::new(), &faults, Vec::new).stall {
         tokio::time::sleep(stall).await;
+    }
+    if !claim() {
+        return error_response(StatusCode::CONFLICT, "a retry was served this turn while the response stalled");
     }
     json_response(StatusCode::OK, &completion(&turn, &id, &model))
 }
@@ -249,36 +275,16 @@ pub fn chunks(turn: &ScriptTurn, id: &str, model: &Value, include_usage: bool) -
     out
 }
 
-fn streamed(
-    turn: &ScriptTurn,
-    id: &str,
-    model: &Value,
-    include_usage: bool,
-    stall: Option<Duration>,
-) -> Response<ResponseBody> {
-    let mut frames: Vec<Bytes> =
-        chunks(turn, id, model, include_usage).iter().map(|c| Bytes::from(format!("data: {c}\n\n"))).collect();
-    if turn.has(&Fault::MalformedFrame) {
-        frames.insert(0, Bytes::from_static(b"data: {\"choices\": [oops\n\n"));
-    }
-    let drop_after = turn.drop_after();
-    frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
-    let (sender, body) = ResponseBody::channel();
-    tokio::spawn(async move {
-        if let Some(stall) = stall {
-            tokio::time::sleep(stall).await;
-        }
-        for (index, frame) in frames.into_iter().enumerate() {
-            if drop_after == Some(index) {
-                let _ = sender.send(Err(io::Error::new(io::ErrorKind::ConnectionReset, "injected drop"))).await;
-                return;
-            }
-            if sender.send(Ok(frame)).await.is_err() {
-                return;
-            }
-        }
-    });
-    let mut response = Response::new(body);
+/// Streams a delivery of chat chunks (see [`Pacing`]): its frames, then `data: [DONE]` for a complete or
+/// truncated turn, nothing for a clean close, a body error for a break.
+fn streamed(delivery: Delivery<Bytes>, claim: Option<Claim>) -> Response<ResponseBody> {
+    let tail = match delivery.end {
+        End::Complete | End::Truncated => Some(Ok(Bytes::from_static(b"data: [DONE]\n\n"))),
+        End::Break => Some(Err(io::Error::new(io::ErrorKind::ConnectionReset, "injected drop"))),
+        _ => None,
+    };
+    let pacing = Pacing::default().stall(delivery.stall).claim(claim);
+    let mut response = Response::new(ResponseBody::paced(delivery.frames, tail, pacing));
     response.headers_mut().insert("content-type", "text/event-stream".parse().expect("static header value"));
     response
 }
@@ -403,17 +409,41 @@ impl Backend for LocalBackend {
     type Provider = Local;
 
     fn capabilities(&self) -> BackendCapabilities {
-        BackendCapabilities::new(Mode::RequestResponse).with_provider(Local::CAPABILITIES).with_resume_pending()
+        let capabilities = BackendCapabilities::new(Mode::RequestResponse)
+            .with_provider(Local::CAPABILITIES)
+            .with_resume_pending()
+            .with_faults(&FaultCase::HTTP, FaultOutcome::Recovers);
+        if !self.stream {
+            // A whole JSON completion has no stream to cut or frame to break; a late one is waited for.
+            return capabilities.with_fault(FaultCase::Stall, FaultOutcome::Recovers);
+        }
+        // A chat stream that breaks, stalls or carries a bad chunk fails the turn with a typed error: it is not
+        // requested again, as its text and tool-call deltas already reached the handler (decision 71).
+        capabilities.with_faults(
+            &[
+                FaultCase::StreamDrop,
+                FaultCase::CleanClose,
+                FaultCase::Stall,
+                FaultCase::MalformedFrame,
+                FaultCase::TruncatedTurn,
+            ],
+            FaultOutcome::Surfaces,
+        )
     }
 
     async fn start(&self, script: Script) -> Harness<Local> {
+        self.start_with(script, &ProviderSettings::new()).await
+    }
+
+    async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<Local> {
         let emulator = ChatEmulator::start(script).await.expect("the emulator starts on loopback");
-        let provider = Local::builder()
-            .base_url(emulator.base_url())
-            .model("emulated")
-            .stream(self.stream)
-            .build()
-            .expect("provider");
+        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
+        let mut provider =
+            Local::builder().base_url(emulator.base_url()).model("emulated").stream(self.stream).retry(quick);
+        if let Some(idle) = settings.idle_timeout {
+            provider = provider.idle_timeout(idle);
+        }
+        let provider = provider.build().expect("provider");
         debug_assert_eq!(provider.name(), "local");
         let log = emulator.log();
         Harness::new(Arc::new(provider), SessionOptions::new(), log).keep_alive(emulator)

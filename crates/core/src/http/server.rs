@@ -50,6 +50,85 @@ impl ResponseBody {
     }
 }
 
+/// Decides, when a held-back body is about to be written, whether to write it at all (see [`Pacing::claim`]).
+pub type Claim = Box<dyn FnOnce() -> bool + Send>;
+
+/// How a [`ResponseBody::paced`] body is written. Build with `Pacing::default()` and the fields.
+#[derive(Default)]
+#[non_exhaustive]
+pub struct Pacing {
+    /// Nothing is written for this long first.
+    pub stall: Option<Duration>,
+    /// Run after the stall: unless the client is still there and it returns `true`, nothing is written (an
+    /// emulator claims the turn the body carries here, so a body nobody waits for any more claims nothing).
+    pub claim: Option<Claim>,
+    /// The last frame waits until this is notified.
+    pub gate: Option<Arc<tokio::sync::Notify>>,
+}
+
+impl Pacing {
+    /// Nothing for `stall` first.
+    pub fn stall(mut self, stall: Option<Duration>) -> Self {
+        self.stall = stall;
+        self
+    }
+
+    /// Runs `claim` before writing (see [`Pacing::claim`]).
+    pub fn claim(mut self, claim: Option<Claim>) -> Self {
+        self.claim = claim;
+        self
+    }
+
+    /// Holds the last frame until `gate` is notified.
+    pub fn gate(mut self, gate: Option<Arc<tokio::sync::Notify>>) -> Self {
+        self.gate = gate;
+        self
+    }
+}
+
+impl std::fmt::Debug for Pacing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pacing")
+            .field("stall", &self.stall)
+            .field("claim", &self.claim.is_some())
+            .field("gate", &self.gate.is_some())
+            .finish()
+    }
+}
+
+impl ResponseBody {
+    /// A body a task writes: `frames`, then `tail` (a last frame, or an error that breaks the body mid-stream;
+    /// `None` ends it cleanly), paced as `pacing` says.
+    pub fn paced(frames: Vec<Bytes>, tail: Option<Result<Bytes, io::Error>>, pacing: Pacing) -> Self {
+        let (sender, body) = Self::channel();
+        tokio::spawn(async move {
+            if let Some(stall) = pacing.stall {
+                tokio::time::sleep(stall).await;
+            }
+            if let Some(claim) = pacing.claim
+                && (sender.is_closed() || !claim())
+            {
+                return;
+            }
+            let last = frames.len().saturating_sub(1);
+            for (index, frame) in frames.into_iter().enumerate() {
+                if index == last
+                    && let Some(gate) = &pacing.gate
+                {
+                    gate.notified().await;
+                }
+                if sender.send(Ok(frame)).await.is_err() {
+                    return;
+                }
+            }
+            if let Some(tail) = tail {
+                let _ = sender.send(tail).await;
+            }
+        });
+        body
+    }
+}
+
 impl Body for ResponseBody {
     type Data = Bytes;
     type Error = io::Error;
