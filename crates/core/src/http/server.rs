@@ -6,7 +6,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 /// A response body: complete bytes, or chunks sent from a task as they are produced.
-pub struct ResponseBody(BodyKind);
+pub struct ResponseBody(BodyKind, Option<io::Error>);
 
 enum BodyKind {
     Full(Option<Bytes>),
@@ -32,21 +32,21 @@ enum BodyKind {
 impl ResponseBody {
     /// A complete body.
     pub fn full(bytes: impl Into<Bytes>) -> Self {
-        Self(BodyKind::Full(Some(bytes.into())))
+        Self(BodyKind::Full(Some(bytes.into())), None)
     }
 
     /// A streamed body and the sender that feeds it. Sending `Err` aborts the connection mid-body (a dropped
     /// stream); dropping the sender ends the body cleanly.
     pub fn channel() -> (mpsc::Sender<Result<Bytes, io::Error>>, Self) {
         let (sender, receiver) = mpsc::channel(64);
-        (sender, Self(BodyKind::Channel(receiver)))
+        (sender, Self(BodyKind::Channel(receiver), None))
     }
 
     /// Like [`ResponseBody::channel`], with an unbounded sender that can be fed without awaiting (e.g. while
     /// holding a lock).
     pub fn unbounded() -> (mpsc::UnboundedSender<Result<Bytes, io::Error>>, Self) {
         let (sender, receiver) = mpsc::unbounded_channel();
-        (sender, Self(BodyKind::Unbounded(receiver)))
+        (sender, Self(BodyKind::Unbounded(receiver), None))
     }
 }
 
@@ -134,10 +134,23 @@ impl Body for ResponseBody {
     type Error = io::Error;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        match &mut self.0 {
-            BodyKind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            BodyKind::Channel(receiver) => receiver.poll_recv(cx).map(|item| item.map(|r| r.map(Frame::data))),
-            BodyKind::Unbounded(receiver) => receiver.poll_recv(cx).map(|item| item.map(|r| r.map(Frame::data))),
+        if let Some(error) = self.1.take() {
+            return Poll::Ready(Some(Err(error)));
+        }
+        let item = match &mut self.0 {
+            BodyKind::Full(bytes) => return Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            BodyKind::Channel(receiver) => ready!(receiver.poll_recv(cx)),
+            BodyKind::Unbounded(receiver) => ready!(receiver.poll_recv(cx)),
+        };
+        match item {
+            // hyper tears the connection down as soon as a body fails, without flushing what it buffered: the
+            // error waits one poll, so the frames sent before it reach the client first (a break *after* them).
+            Some(Err(error)) => {
+                self.1 = Some(error);
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            other => Poll::Ready(other.map(|r| r.map(Frame::data))),
         }
     }
 
