@@ -213,8 +213,35 @@ fn fuzz_and_docs() -> Vec<Step> {
             "benches and the load driver build",
             &["build", "--workspace", "--all-features", "--benches", "--bins"],
         ),
+        // The soak's 30-second version, on the binary the step above built (a fixed seed: a failure replays).
+        Step {
+            name: "soak (500 sessions per provider, 5 % faults)".into(),
+            action: Action::Run {
+                program: target_dir().join("debug").join("managed-agents-load").display().to_string(),
+                args: SOAK_CI.iter().map(|a| a.to_string()).collect(),
+                env: Vec::new(),
+            },
+        },
         Step::cargo("docs", &["doc", "--workspace", "--all-features", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
     ]
+}
+
+/// The soak CI runs: 500 sessions × 10 turns on each provider's emulator, 5 % seeded faults.
+const SOAK_CI: &[&str] =
+    &["soak", "--sessions", "500", "--turns", "10", "--fault-rate", "0.05", "--seed", "20261130"];
+
+/// The whole soak (`cargo xtask soak`), in release: 1,000 sessions × 10 turns per provider with 5 % faults and
+/// a seed drawn from the clock (printed; `--seed N` replays it). Arguments after `soak` replace the defaults.
+fn soak(args: &[String]) -> Vec<Step> {
+    let passed: Vec<&str> =
+        args.iter().skip_while(|a| *a != "soak").skip(1).filter(|a| *a != "--keep-going").map(String::as_str).collect();
+    let mut cargo_args = vec!["run", "--release", "-p", "managed-agents-load", "--", "soak"];
+    if passed.is_empty() {
+        cargo_args.extend(["--sessions", "1000", "--turns", "10", "--fault-rate", "0.05"]);
+    } else {
+        cargo_args.extend(passed);
+    }
+    vec![Step::cargo("soak", &cargo_args)]
 }
 
 fn bench() -> Vec<Step> {
@@ -447,7 +474,7 @@ fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Result<std::proces
 
 const USAGE: &str = "usage: cargo xtask <command> [--keep-going]
   ci          everything .ci/run gates on, in order: format, lint, workspace tests, features, downstream, sdk,
-              fuzz targets build, docs
+              fuzz targets build, benches and the load driver build, a 30-second soak, docs
   features    each library crate alone with no feature, each single feature and all (cargo hack), its tests
               with only its own dev-dependencies, and each example with only its required features
   downstream  the packages in tests/downstream (outside the workspace), as users build them
@@ -455,6 +482,8 @@ const USAGE: &str = "usage: cargo xtask <command> [--keep-going]
   bench       the criterion benchmarks
   load [ARGS] the load driver in release (crates/load): `load --sessions 10000` runs 10,000 live Claude
               sessions; no ARGS runs the whole table (`load --help` lists its commands)
+  soak [ARGS] the soak in release: 1,000 sessions x 10 turns on each provider's emulator with 5 % seeded
+              faults (ARGS replace those, e.g. `soak --seed 7 --provider claude`)
 --keep-going runs every step even after one fails (and still fails at the end)";
 
 fn main() -> ExitCode {
@@ -488,6 +517,7 @@ fn main() -> ExitCode {
         Some("sdk") => sdk(),
         Some("bench") => bench(),
         Some("load") => load(&args),
+        Some("soak") => soak(&args),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::FAILURE;

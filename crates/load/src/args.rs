@@ -6,6 +6,8 @@ use std::str::FromStr;
 use managed_agents_core::EventRetention;
 use managed_agents_core::http::{HttpOptions, HttpVersion};
 
+use crate::soak::SoakConfig;
+
 /// The usage text printed for `--help` and after a bad argument.
 pub const USAGE: &str = "\
 usage: managed-agents-load [COMMAND] [OPTIONS]
@@ -18,8 +20,15 @@ commands:
   memory [--sessions N]       heap per parked Claude session, broken down (default 1000)
   long [--events N]           one Claude request streaming N events (default 100000), heap sampled every 10000,
                               for each event retention (all, last 1000, none)
+  soak [--provider P] [--sessions N] [--turns T] [--fault-rate R] [--seed S] [--round K] [--session I]
+                              N sessions (default 1000) of T model turns (default 10) per provider (default all
+                              three), a share R of turns (default 0.05) carrying a seeded random fault, K sessions
+                              at once per round (default 50); checks every tool result arrives exactly once, no
+                              task leaks, RSS flat after warm-up; --session I replays one session of the plan
   serve --provider P [--long-events N]
                               the emulator child: prints KEY=VALUE lines, then READY; serves until stdin closes
+  soak-serve --provider P --seed S --fault-rate R --turns T
+                              the soak's emulator child; answers a LOG line with its input log
 
   --http V                    with run, memory and long: how the driver's provider speaks to the emulator:
                               h1 (default, HTTP/1.1), h2 (h2c prior knowledge, one multiplexed connection)
@@ -70,7 +79,7 @@ impl FromStr for ProviderKind {
 }
 
 /// What to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     /// Every measurement, one after the other.
     All,
@@ -98,6 +107,15 @@ pub enum Command {
         sessions: usize,
         /// How the provider speaks HTTP.
         http: HttpOptions,
+    },
+    /// Sessions with seeded random faults, checked for lost or doubled tool results, leaked tasks and growth.
+    Soak(SoakConfig),
+    /// Serve an emulator playing the soak's scripts (the soak's child).
+    SoakServe {
+        /// Which emulator.
+        provider: ProviderKind,
+        /// The soak's settings (seed, fault rate, turns) the scripts are built from.
+        config: SoakConfig,
     },
     /// One long request under each retention.
     Long {
@@ -138,6 +156,25 @@ impl Command {
             }),
             "memory" => Ok(Self::Memory { sessions: options.sessions.unwrap_or(1000), http: options.http_options() }),
             "long" => Ok(Self::Long { events: options.events.unwrap_or(100_000), http: options.http_options() }),
+            "soak" | "soak-serve" => {
+                let config = SoakConfig {
+                    providers: options.provider.map_or_else(
+                        || vec![ProviderKind::Claude, ProviderKind::Local, ProviderKind::AgentCore],
+                        |p| vec![p],
+                    ),
+                    sessions: options.sessions.unwrap_or(1000),
+                    turns: options.turns.unwrap_or(10),
+                    fault_rate: options.fault_rate.unwrap_or(0.05),
+                    seed: options.seed.unwrap_or_else(clock_seed),
+                    round: options.round.unwrap_or(50),
+                    only: options.session,
+                };
+                if command == "soak" {
+                    Ok(Self::Soak(config))
+                } else {
+                    Ok(Self::SoakServe { provider: options.provider.ok_or("`soak-serve` needs --provider")?, config })
+                }
+            }
             "serve" => Ok(Self::Serve {
                 provider: options.provider.ok_or("`serve` needs --provider")?,
                 long_events: options.long_events,
@@ -157,6 +194,18 @@ struct Options {
     long_events: Option<u64>,
     http: Option<HttpVersion>,
     max_idle: Option<usize>,
+    turns: Option<usize>,
+    fault_rate: Option<f64>,
+    seed: Option<u64>,
+    round: Option<usize>,
+    session: Option<usize>,
+}
+
+/// A seed from the clock, for a soak run without `--seed` (it is printed, so the run can be repeated).
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64 % 1_000_000_007)
 }
 
 impl Options {
@@ -192,6 +241,19 @@ impl Options {
                     other => return Err(format!("`--http` takes h1 or h2, not `{other}`")),
                 });
             }
+            "--turns" => self.turns = Some(positive(flag, value)?),
+            "--round" => self.round = Some(positive(flag, value)?),
+            "--seed" => {
+                self.seed = Some(value.parse().map_err(|_| format!("`--seed` takes a whole number, not `{value}`"))?)
+            }
+            "--session" => {
+                self.session =
+                    Some(value.parse().map_err(|_| format!("`--session` takes a whole number, not `{value}`"))?);
+            }
+            "--fault-rate" => match value.parse::<f64>() {
+                Ok(rate) if (0.0..=1.0).contains(&rate) => self.fault_rate = Some(rate),
+                _ => return Err(format!("`--fault-rate` takes a share between 0 and 1, not `{value}`")),
+            },
             "--max-idle" => {
                 self.max_idle =
                     Some(value.parse().map_err(|_| format!("`--max-idle` takes a whole number, not `{value}`"))?);
@@ -242,6 +304,24 @@ mod tests {
             parse(&["serve", "--provider", "local"]),
             Ok(Command::Serve { provider: ProviderKind::Local, long_events: None })
         );
+    }
+
+    #[test]
+    fn soak_takes_its_plan_from_the_flags() {
+        let Ok(Command::Soak(config)) = parse(&["soak", "--seed", "7", "--sessions", "20", "--fault-rate", "0.5"])
+        else {
+            panic!("a soak command");
+        };
+        assert_eq!((config.seed, config.sessions, config.turns, config.round), (7, 20, 10, 50));
+        assert_eq!((config.fault_rate, config.providers.len(), config.only), (0.5, 3, None));
+        let Ok(Command::SoakServe { provider, config }) =
+            parse(&["soak-serve", "--provider", "local", "--seed", "7", "--session", "3"])
+        else {
+            panic!("a soak child");
+        };
+        assert_eq!((provider, config.seed, config.only), (ProviderKind::Local, 7, Some(3)));
+        assert!(parse(&["soak", "--fault-rate", "2"]).unwrap_err().contains("between 0 and 1"));
+        assert!(parse(&["soak-serve"]).unwrap_err().contains("--provider"));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The emulator child process: this same binary in `serve` mode.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::io::{self, BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use crate::args::ProviderKind;
 use crate::measure::{Resident, parse_status};
@@ -12,6 +12,7 @@ use crate::measure::{Resident, parse_status};
 pub struct EmulatorChild {
     child: Child,
     stdin: Option<ChildStdin>,
+    stdout: Option<BufReader<ChildStdout>>,
     values: HashMap<String, String>,
 }
 
@@ -19,16 +20,63 @@ impl EmulatorChild {
     /// Starts `provider`'s emulator (playing the long script of `long_events` events when given) and waits for
     /// it to announce itself.
     pub fn spawn(provider: ProviderKind, long_events: Option<u64>) -> io::Result<Self> {
-        let mut command = Command::new(std::env::current_exe()?);
-        command.args(["serve", "--provider", provider.name()]);
+        let mut args = vec!["serve".to_string(), "--provider".to_string(), provider.name().to_string()];
         if let Some(events) = long_events {
-            command.args(["--long-events", &events.to_string()]);
+            args.extend(["--long-events".to_string(), events.to_string()]);
         }
+        Self::spawn_args(args)
+    }
+
+    /// Starts this binary with `args` (a serving mode) and waits for it to announce itself.
+    pub fn spawn_args(args: Vec<String>) -> io::Result<Self> {
+        let mut command = Command::new(std::env::current_exe()?);
+        command.args(args);
         let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or_else(|| io::Error::other("the child has no stdout"))?;
-        let values = read_announcement(BufReader::new(stdout))?;
-        Ok(Self { child, stdin, values })
+        let mut stdout = BufReader::new(stdout);
+        let values = read_announcement(&mut stdout)?;
+        Ok(Self { child, stdin, stdout: Some(stdout), values })
+    }
+
+    /// [`EmulatorChild::spawn_args`] off the async threads.
+    pub async fn start_with(args: Vec<String>) -> Result<Self, String> {
+        tokio::task::spawn_blocking(move || Self::spawn_args(args))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot start the emulator child: {e}"))
+    }
+
+    /// Writes `request` as a line to the child and returns the rest of the first line it answers that starts
+    /// with `prefix` (off the async threads; the child must answer, or this waits until it exits).
+    pub async fn ask(&mut self, request: &str, prefix: &str) -> Result<String, String> {
+        let (mut stdin, mut stdout) = match (self.stdin.take(), self.stdout.take()) {
+            (Some(stdin), Some(stdout)) => (stdin, stdout),
+            _ => return Err("the child's pipes are gone".into()),
+        };
+        let (request, prefix) = (request.to_string(), prefix.to_string());
+        let (stdin, stdout, answer) = tokio::task::spawn_blocking(move || {
+            let answer = (|| {
+                writeln!(stdin, "{request}")?;
+                stdin.flush()?;
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if stdout.read_line(&mut line)? == 0 {
+                        return Err(io::Error::other("the child exited without answering"));
+                    }
+                    if let Some(rest) = line.trim_end().strip_prefix(&prefix) {
+                        return Ok(rest.to_string());
+                    }
+                }
+            })();
+            (stdin, stdout, answer)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        self.stdin = Some(stdin);
+        self.stdout = Some(stdout);
+        answer.map_err(|e| format!("asking the emulator child: {e}"))
     }
 
     /// [`EmulatorChild::spawn`] off the async threads (it waits for the child's announcement).
@@ -62,10 +110,15 @@ impl Drop for EmulatorChild {
 }
 
 /// Reads `KEY=VALUE` lines up to `READY`.
-fn read_announcement(reader: impl BufRead) -> io::Result<HashMap<String, String>> {
+fn read_announcement(mut reader: impl BufRead) -> io::Result<HashMap<String, String>> {
     let mut values = HashMap::new();
-    for line in reader.lines() {
-        let line = line?;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            break;
+        }
+        let line = line.trim_end();
         if line == "READY" {
             return Ok(values);
         }

@@ -1,5 +1,7 @@
 //! The load driver of managed-agents (`cargo xtask load`): many concurrent live sessions against the
-//! emulators over loopback HTTP, heap per parked session broken down, and memory over one long session.
+//! emulators over loopback HTTP, heap per parked session broken down, and memory over one long session; and the
+//! soak (`soak`): many sessions of many turns with seeded random faults, checked for lost or doubled tool
+//! results, leaked tasks and memory growth.
 //!
 //! The emulator runs in a child process (this binary in `serve` mode), so its memory, CPU and sockets stay out
 //! of the driver's figures. Run `managed-agents-load --help` for the commands.
@@ -7,6 +9,7 @@
 mod alloc;
 mod args;
 mod child;
+mod faults;
 mod fleet;
 mod long;
 mod measure;
@@ -16,6 +19,7 @@ mod report;
 mod run;
 mod script;
 mod serve;
+mod soak;
 mod target;
 
 use std::process::ExitCode;
@@ -61,6 +65,8 @@ async fn execute(command: Command) -> Result<(), String> {
         Command::Run { provider, sessions, ramp, http } => run::run(provider, sessions, ramp, http).await,
         Command::Memory { sessions, http } => memory::memory(sessions, http).await,
         Command::Long { events, http } => long::long(events, http).await,
+        Command::Soak(config) => soak::soak(config).await,
+        Command::SoakServe { provider, config } => soak::serve(provider, config).await.map_err(|e| e.to_string()),
         Command::All => {
             // Each step runs in a process of its own, so one step's peak RSS and pooled connections do not
             // carry into the next.

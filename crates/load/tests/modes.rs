@@ -54,3 +54,50 @@ fn a_long_request_is_sampled_under_each_retention() {
     assert_eq!(runs[1]["kept"], 1000, "Last(1000) keeps 1000");
     assert!(runs[0]["kept"].as_u64().unwrap() >= 10_000, "All keeps every event");
 }
+
+#[test]
+fn a_small_soak_with_many_faults_loses_and_doubles_nothing() {
+    // Half the turns carry a fault, so every provider meets faults of several kinds in a few sessions.
+    let args =
+        ["soak", "--sessions", "12", "--turns", "6", "--fault-rate", "0.5", "--seed", "20261130", "--round", "4"];
+    let record = drive(&args);
+    assert_eq!(record["seed"], 20_261_130, "the seed is reported");
+    let providers = record["providers"].as_array().unwrap();
+    assert_eq!(providers.len(), 3);
+    for provider in providers {
+        let name = &provider["provider"];
+        assert_eq!(provider["sessions"], 12, "{name}");
+        let faults: u64 = provider["faults"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+        assert!(faults >= 6, "{name}: faults fired: {provider}");
+        assert_eq!((provider["lost"].as_u64(), provider["doubled"].as_u64()), (Some(0), Some(0)), "{name}");
+        assert_eq!((provider["runs_lost"].as_u64(), provider["runs_doubled"].as_u64()), (Some(0), Some(0)), "{name}");
+        assert_eq!(provider["unexpected_failures"], 0, "{name}: {provider}");
+        assert_eq!(provider["tasks_after"], provider["tasks_before"], "{name}: no task outlives the provider");
+        assert!(provider["tool_results"].as_u64().unwrap() > 0, "{name}");
+        assert_eq!(provider["rss_per_round"].as_array().unwrap().len(), 3, "{name}: one RSS sample per round");
+    }
+}
+
+#[test]
+fn the_same_seed_replays_the_same_fault_plan() {
+    let run = |seed: &str| {
+        let record = drive(&[
+            "soak",
+            "--provider",
+            "claude",
+            "--sessions",
+            "6",
+            "--turns",
+            "6",
+            "--fault-rate",
+            "0.5",
+            "--seed",
+            seed,
+            "--round",
+            "6",
+        ]);
+        record["providers"][0]["faults"].clone()
+    };
+    assert_eq!(run("5"), run("5"));
+    assert_ne!(run("5"), run("6"), "another seed, another plan");
+}
