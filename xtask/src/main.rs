@@ -227,8 +227,7 @@ fn fuzz_and_docs() -> Vec<Step> {
 }
 
 /// The soak CI runs: 500 sessions × 10 turns on each provider's emulator, 5 % seeded faults.
-const SOAK_CI: &[&str] =
-    &["soak", "--sessions", "500", "--turns", "10", "--fault-rate", "0.05", "--seed", "20261130"];
+const SOAK_CI: &[&str] = &["soak", "--sessions", "500", "--turns", "10", "--fault-rate", "0.05", "--seed", "20261130"];
 
 /// The whole soak (`cargo xtask soak`), in release: 1,000 sessions × 10 turns per provider with 5 % faults and
 /// a seed drawn from the clock (printed; `--seed N` replays it). Arguments after `soak` replace the defaults.
