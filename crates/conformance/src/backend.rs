@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use managed_agents_core::{Mode, Provider, SessionOptions};
 
-use crate::{FaultCase, FaultOutcome, InputLog, Script};
+use crate::{FaultCase, FaultOutcome, InputLog, Script, Scripts};
 
 /// What a backend can do, selecting the scenarios that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +34,8 @@ pub struct BackendCapabilities {
     /// ([`ScriptToolCall::host`](crate::ScriptToolCall::host)) and records the answers
     /// ([`RecordedInput::Confirmation`](crate::RecordedInput::Confirmation)).
     pub confirmations: bool,
+    /// The backend gives each session a script of its own ([`Backend::start_per_session`]).
+    pub per_session_scripts: bool,
     /// The faults of the fault matrix the backend injects, each with what the provider promises when it hits
     /// (see [`crate::faults`]); indexed by [`FaultCase::index`].
     pub faults: [Option<FaultOutcome>; FaultCase::ALL.len()],
@@ -51,6 +53,7 @@ impl BackendCapabilities {
             resume: false,
             resume_pending: false,
             confirmations: false,
+            per_session_scripts: false,
             faults: [None; FaultCase::ALL.len()],
         }
     }
@@ -94,6 +97,12 @@ impl BackendCapabilities {
     /// With host-side tool calls that ask for confirmation.
     pub const fn with_confirmations(mut self) -> Self {
         self.confirmations = true;
+        self
+    }
+
+    /// With a script per session ([`Backend::start_per_session`]).
+    pub const fn with_per_session_scripts(mut self) -> Self {
+        self.per_session_scripts = true;
         self
     }
 
@@ -192,5 +201,13 @@ pub trait Backend: Send + Sync {
     async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<Self::Provider> {
         let _ = settings;
         self.start(script).await
+    }
+
+    /// Starts a backend that gives each session its own script ([`Scripts::per_session`]) and a provider pointed
+    /// at it; `None` (the default) when it cannot. A backend that declares
+    /// [`per_session_scripts`](BackendCapabilities::per_session_scripts) must return one.
+    async fn start_per_session(&self, scripts: Scripts) -> Option<Harness<Self::Provider>> {
+        let _ = scripts;
+        None
     }
 }

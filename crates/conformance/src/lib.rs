@@ -170,6 +170,7 @@ macro_rules! conformance_suite {
             duplicate_event_dedupe,
             stream_drop_reconnect_redrive,
             stream_drop_sync_run,
+            concurrent_sessions_stay_apart,
             resume_with_prompt,
             transcript_reattach,
             outcome_kickoff,

@@ -28,7 +28,7 @@ pub use crate::faults::{
     fault_truncated_turn_live, fault_truncated_turn_sync,
 };
 use crate::support::{EchoTools, TaskCounter, blocking_tool, echo_text, recording};
-use crate::{Backend, BackendCapabilities, Fault, Harness, RecordedInput, Script, ScriptToolCall, ScriptTurn};
+use crate::{Backend, BackendCapabilities, Fault, Harness, RecordedInput, Script, ScriptToolCall, ScriptTurn, Scripts};
 
 /// How a scenario ended (a failing scenario panics instead).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +94,7 @@ suite! {
     duplicate_event_dedupe: needs_duplicates,
     stream_drop_reconnect_redrive: needs_reconnect,
     stream_drop_sync_run: needs_reconnect,
+    concurrent_sessions_stay_apart: needs_per_session_scripts,
     resume_with_prompt: needs_resume,
     transcript_reattach: needs_transcript,
     outcome_kickoff: needs_outcomes,
@@ -160,6 +161,10 @@ fn needs_duplicates(c: &BackendCapabilities) -> Option<&'static str> {
 
 fn needs_reconnect(c: &BackendCapabilities) -> Option<&'static str> {
     (c.mode != Mode::Streaming || !c.reconnect).then_some("the provider has no event stream to drop and reconnect")
+}
+
+fn needs_per_session_scripts(c: &BackendCapabilities) -> Option<&'static str> {
+    (!c.per_session_scripts).then_some("the backend plays one script for every session")
 }
 
 fn needs_resume(c: &BackendCapabilities) -> Option<&'static str> {
@@ -752,6 +757,48 @@ async fn finished_counting_reconnects(
             None => return (Err(Error::Closed), reconnects),
         }
     }
+}
+
+/// Two sessions on one provider at once, each held mid-script until both are: each plays its own turns, runs
+/// its own tool call, ends with its own text, and its tool result reaches the backend once.
+pub async fn concurrent_sessions_stay_apart<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_per_session_scripts);
+    let scripts = Scripts::per_session(|session| {
+        let who = session.prompt().unwrap_or("nobody").to_string();
+        Script::new()
+            .turn(ScriptTurn::tool_call(format!("call_{who}"), "gate", json!({"who": who})))
+            .turn(ScriptTurn::text(format!("done {who}")))
+    });
+    let harness = backend.start_per_session(scripts).await.expect("the backend declares per-session scripts");
+    // The tool returns only once both sessions are in it.
+    let barrier = Arc::new(Barrier::new(2));
+    let handler = tool_fn(move |_, input: serde_json::Value| {
+        let barrier = Arc::clone(&barrier);
+        async move {
+            barrier.wait().await;
+            Ok(format!("gate passed by {}", input["who"].as_str().unwrap_or_default()))
+        }
+    });
+    let (alpha, beta) = tokio::join!(
+        Session::run(&*harness.provider, handler.clone(), options(&harness).prompt("alpha")),
+        Session::run(&*harness.provider, handler, options(&harness).prompt("beta")),
+    );
+    let (alpha, beta) = (alpha.expect("alpha's run"), beta.expect("beta's run"));
+    for (result, who) in [(&alpha, "alpha"), (&beta, "beta")] {
+        assert_completed(result, Terminal::EndTurn);
+        assert_eq!(result.text, format!("done {who}"), "{who} ended with its own turn");
+        let calls: Vec<&str> = result.custom_tool_uses.iter().map(|u| u.id.as_str()).collect();
+        assert_eq!(calls, [format!("call_{who}")], "{who} ran its own call only");
+    }
+    if let (Some(a), Some(b)) = (&alpha.session_id, &beta.session_id) {
+        assert_ne!(a, b, "two sessions, two ids");
+    }
+    let mut answered: Vec<(String, String)> =
+        harness.log.tool_results().into_iter().map(|r| (r.tool_use_id, r.text)).collect();
+    answered.sort();
+    let expected = ["alpha", "beta"].map(|who| (format!("call_{who}"), format!("gate passed by {who}")));
+    assert_eq!(answered, expected, "each answer reaches the backend once, with its own text");
+    Verdict::Passed
 }
 
 /// Reattaching to a finished session by id delivers the prompt as a new message.

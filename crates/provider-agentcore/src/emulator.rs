@@ -952,8 +952,10 @@ impl Backend for AgentCoreBackend {
     type Provider = BedrockAgentCore;
 
     fn capabilities(&self) -> BackendCapabilities {
-        let capabilities =
-            BackendCapabilities::new(Mode::RequestResponse).with_provider(BedrockAgentCore::CAPABILITIES).with_resume();
+        let capabilities = BackendCapabilities::new(Mode::RequestResponse)
+            .with_provider(BedrockAgentCore::CAPABILITIES)
+            .with_resume()
+            .with_per_session_scripts();
         // With reasoning, answers must echo the previous response's reasoning blocks, which only the connection
         // that received them holds: a new session cannot answer the calls an earlier one stopped on.
         let capabilities = capabilities
@@ -978,8 +980,19 @@ impl Backend for AgentCoreBackend {
     }
 
     async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<BedrockAgentCore> {
+        self.harness(script.into(), settings).await
+    }
+
+    async fn start_per_session(&self, scripts: Scripts) -> Option<Harness<BedrockAgentCore>> {
+        Some(self.harness(scripts, &ProviderSettings::new()).await)
+    }
+}
+
+impl AgentCoreBackend {
+    /// The provider under test against an emulator playing `scripts`, configured as `settings` asks.
+    async fn harness(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<BedrockAgentCore> {
         let emulator =
-            AgentCoreEmulator::with_options(script, self.options).await.expect("the emulator starts on loopback");
+            AgentCoreEmulator::with_options(scripts, self.options).await.expect("the emulator starts on loopback");
         let options = SessionOptions::new().agent_id(emulator.harness_arn());
         let log = emulator.log();
         let mut provider = emulator.provider_builder();

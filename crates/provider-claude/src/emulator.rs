@@ -1371,6 +1371,7 @@ impl Backend for ClaudeBackend {
             .with_resume()
             .with_resume_pending()
             .with_confirmations()
+            .with_per_session_scripts()
             .with_faults(
                 &[
                     FaultCase::StreamDrop,
@@ -1393,8 +1394,19 @@ impl Backend for ClaudeBackend {
     }
 
     async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<ClaudeManagedAgents> {
+        self.harness(script.into(), settings).await
+    }
+
+    async fn start_per_session(&self, scripts: Scripts) -> Option<Harness<ClaudeManagedAgents>> {
+        Some(self.harness(scripts, &ProviderSettings::new()).await)
+    }
+}
+
+impl ClaudeBackend {
+    /// The provider under test against an emulator playing `scripts`, configured as `settings` asks.
+    async fn harness(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<ClaudeManagedAgents> {
         let emulator =
-            ClaudeEmulator::with_options(script, self.options).await.expect("the emulator starts on loopback");
+            ClaudeEmulator::with_options(scripts, self.options).await.expect("the emulator starts on loopback");
         let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
         let mut client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick);
         if let Some(idle) = settings.idle_timeout {

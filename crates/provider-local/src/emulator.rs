@@ -412,6 +412,7 @@ impl Backend for LocalBackend {
         let capabilities = BackendCapabilities::new(Mode::RequestResponse)
             .with_provider(Local::CAPABILITIES)
             .with_resume_pending()
+            .with_per_session_scripts()
             .with_faults(&FaultCase::HTTP, FaultOutcome::Recovers);
         if !self.stream {
             // A whole JSON completion has no stream to cut or frame to break; a late one is waited for.
@@ -436,7 +437,18 @@ impl Backend for LocalBackend {
     }
 
     async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<Local> {
-        let emulator = ChatEmulator::start(script).await.expect("the emulator starts on loopback");
+        self.harness(script.into(), settings).await
+    }
+
+    async fn start_per_session(&self, scripts: Scripts) -> Option<Harness<Local>> {
+        Some(self.harness(scripts, &ProviderSettings::new()).await)
+    }
+}
+
+impl LocalBackend {
+    /// The provider under test against an emulator playing `scripts`, configured as `settings` asks.
+    async fn harness(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<Local> {
+        let emulator = ChatEmulator::start(scripts).await.expect("the emulator starts on loopback");
         let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
         let mut provider =
             Local::builder().base_url(emulator.base_url()).model("emulated").stream(self.stream).retry(quick);
