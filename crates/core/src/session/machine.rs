@@ -593,12 +593,11 @@ impl Machine {
             }
             return self.stream_ended(Some(error), out);
         }
-        // Events reported live before the failure are part of the record too.
-        let live = std::mem::take(&mut self.live_events);
-        if !self.config.retention.keeps_all() {
-            self.since_input.extend(live.iter().cloned());
+        // Events reported live before the failure are part of the record too, each id once (a host may report
+        // one twice, or one the request already recorded).
+        for event in std::mem::take(&mut self.live_events) {
+            self.record(&event);
         }
-        self.request.events.extend(live);
         self.fail_turn(error, out);
     }
 
