@@ -190,3 +190,10 @@ pub use tool::{ToolKind, ToolResult, ToolSchema, ToolUse};
 pub use usage::Usage;
 #[cfg(feature = "http")]
 pub mod http;
+
+/// Internals reachable only from the fuzz targets in `fuzz/` (built with `--cfg fuzzing`, as `cargo fuzz` does).
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::session::fuzzing::{machine, retention};
+}

@@ -91,3 +91,38 @@ pub use client::{
 pub use provider::ClaudeManagedAgents;
 pub use provision::ClaudeProvisioner;
 pub use stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
+
+/// Internals reachable only from the fuzz targets in `fuzz/` (built with `--cfg fuzzing`, as `cargo fuzz` does).
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    use managed_agents_core::StreamItem;
+    use managed_agents_core::http::SseFrame;
+
+    /// What the event stream makes of one SSE frame (the crate-private `stream::decode`).
+    #[derive(Debug)]
+    pub enum Decoded {
+        /// A keepalive or an empty frame: skipped.
+        Keepalive,
+        /// An event, or the failure an `error` frame reports.
+        Item(StreamItem),
+        /// Data that is not a JSON object: the decode error, the data's length in bytes, and the data.
+        Undecodable {
+            /// The decode error.
+            detail: String,
+            /// The data's length in bytes.
+            bytes: usize,
+            /// The data.
+            raw: String,
+        },
+    }
+
+    /// Decodes one frame as the live event stream does.
+    pub fn decode_frame(frame: SseFrame) -> Decoded {
+        match crate::stream::decode(frame) {
+            crate::stream::Decoded::Keepalive => Decoded::Keepalive,
+            crate::stream::Decoded::Item(item) => Decoded::Item(item),
+            crate::stream::Decoded::Undecodable { detail, bytes, raw } => Decoded::Undecodable { detail, bytes, raw },
+        }
+    }
+}

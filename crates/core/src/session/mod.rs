@@ -23,6 +23,21 @@ pub use options::{
 };
 pub use retention::EventRetention;
 
+/// The session machine, for the fuzz targets in `fuzz/` only (built with `--cfg fuzzing`, as `cargo fuzz` does):
+/// elsewhere it is private to the crate.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// The session loop as a pure state machine.
+    pub mod machine {
+        pub use crate::session::machine::*;
+    }
+    /// How much of a request's events a session keeps.
+    pub mod retention {
+        pub use crate::session::retention::*;
+    }
+}
+
 use driver::{CommandSender, Driver, HandleCommand, LiveLink, provider_panicked};
 use unwind::CatchUnwind;
 
