@@ -96,33 +96,5 @@ pub use stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing {
-    use managed_agents_core::StreamItem;
-    use managed_agents_core::http::SseFrame;
-
-    /// What the event stream makes of one SSE frame (the crate-private `stream::decode`).
-    #[derive(Debug)]
-    pub enum Decoded {
-        /// A keepalive or an empty frame: skipped.
-        Keepalive,
-        /// An event, or the failure an `error` frame reports.
-        Item(StreamItem),
-        /// Data that is not a JSON object: the decode error, the data's length in bytes, and the data.
-        Undecodable {
-            /// The decode error.
-            detail: String,
-            /// The data's length in bytes.
-            bytes: usize,
-            /// The data.
-            raw: String,
-        },
-    }
-
-    /// Decodes one frame as the live event stream does.
-    pub fn decode_frame(frame: SseFrame) -> Decoded {
-        match crate::stream::decode(frame) {
-            crate::stream::Decoded::Keepalive => Decoded::Keepalive,
-            crate::stream::Decoded::Item(item) => Decoded::Item(item),
-            crate::stream::Decoded::Undecodable { detail, bytes, raw } => Decoded::Undecodable { detail, bytes, raw },
-        }
-    }
+    pub use crate::stream::{Decoded, decode as decode_frame};
 }

@@ -75,7 +75,7 @@ impl EventStream {
 
 /// What one frame is.
 #[derive(Debug)]
-pub(crate) enum Decoded {
+pub enum Decoded {
     /// A keepalive or an empty frame.
     Keepalive,
     /// An event, or the failure an `error` frame reports.
@@ -92,7 +92,7 @@ pub(crate) enum Decoded {
 }
 
 /// Decodes one frame.
-pub(crate) fn decode(frame: SseFrame) -> Decoded {
+pub fn decode(frame: SseFrame) -> Decoded {
     let name = frame.event.as_deref();
     if name == Some("ping") || frame.data.trim().is_empty() {
         return Decoded::Keepalive;
