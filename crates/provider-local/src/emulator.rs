@@ -209,7 +209,7 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         }
         return streamed(delivery, Some(Box::new(claim)));
     }
-    if let Some(stall) = Delivery::plan(Vec::<Bytes>::new(), &faults, Vec::new).stall {
+    if let Some(stall) = turn.stall().filter(|_| !faults.is_empty()) {
         tokio::time::sleep(stall).await;
     }
     if !claim() {
