@@ -19,6 +19,8 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod api;
+
 /// The library crates users depend on, in dependency order.
 const LIBRARIES: &[&str] = &[
     "managed-agents-core",
@@ -31,6 +33,19 @@ const LIBRARIES: &[&str] = &[
     "managed-agents-host",
     "managed-agents-mcp",
     "managed-agents-cli", // the `managed-agents` binary: checked alone and per feature like the libraries
+];
+
+/// The library crates published for users (the binary crate has no library API), in publish order.
+const PUBLISHED_LIBRARIES: &[&str] = &[
+    "managed-agents-core",
+    "managed-agents-conformance",
+    "managed-agents-local",
+    "managed-agents-claude",
+    "managed-agents-agentcore",
+    "managed-agents-store",
+    "managed-agents-host",
+    "managed-agents-mcp",
+    "managed-agents",
 ];
 
 /// The umbrella's examples and the features each requires (its `required-features` in
@@ -86,6 +101,8 @@ enum Action {
     SeedLockfile { package_dir: PathBuf },
     /// Serves an emulator and runs its SDK check against it.
     Sdk(&'static SdkCheck),
+    /// A check written in Rust, here.
+    Task { describe: &'static str, run: fn() -> Result<(), String> },
 }
 
 struct Step {
@@ -261,6 +278,16 @@ fn load(args: &[String]) -> Vec<Step> {
     vec![Step::cargo("load", &cargo_args)]
 }
 
+const API_DESCRIBE: &str = "RUSTC_BOOTSTRAP=1 cargo rustdoc -p <each library> --all-features (JSON); public-api";
+
+/// The public surface: each published library's API, regenerated and compared with `docs/api/`.
+fn surface() -> Vec<Step> {
+    vec![Step {
+        name: "public API unchanged (docs/api)".into(),
+        action: Action::Task { describe: API_DESCRIBE, run: || api::run(false) },
+    }]
+}
+
 fn describe(action: &Action) -> String {
     match action {
         Action::Run { program, args, env } => {
@@ -269,6 +296,7 @@ fn describe(action: &Action) -> String {
             format!("{env}{program} {}", args.join(" "))
         }
         Action::SeedLockfile { package_dir } => format!("cp Cargo.lock {}/", package_dir.display()),
+        Action::Task { describe, .. } => describe.to_string(),
         Action::Sdk(check) => format!(
             "cargo build -p {} --features emulator --example {}; serve it; python {} {}",
             check.package,
@@ -337,6 +365,7 @@ fn execute(action: &Action) -> Result<(), String> {
                 .map_err(|e| format!("cannot copy the lockfile: {e}"))
         }
         Action::Sdk(check) => sdk_check(check),
+        Action::Task { run, .. } => run(),
     }
 }
 
@@ -514,6 +543,13 @@ fn main() -> ExitCode {
             }
         },
         Some("sdk") => sdk(),
+        Some("api") if args.iter().any(|a| a == "--update") => {
+            vec![Step {
+                name: "public API listings".into(),
+                action: Action::Task { describe: API_DESCRIBE, run: || api::run(true) },
+            }]
+        }
+        Some("api") => surface(),
         Some("bench") => bench(),
         Some("load") => load(&args),
         Some("soak") => soak(&args),
