@@ -20,6 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod api;
+mod registry;
 
 /// The library crates users depend on, in dependency order.
 const LIBRARIES: &[&str] = &[
@@ -102,7 +103,7 @@ enum Action {
     /// Serves an emulator and runs its SDK check against it.
     Sdk(&'static SdkCheck),
     /// A check written in Rust, here.
-    Task { describe: &'static str, run: fn() -> Result<(), String> },
+    Task { describe: String, run: Box<dyn Fn() -> Result<(), String>> },
 }
 
 struct Step {
@@ -114,6 +115,14 @@ impl Step {
     fn cargo(name: impl Into<String>, args: &[&str]) -> Self {
         let args = args.iter().map(|a| a.to_string()).collect();
         Self { name: name.into(), action: Action::Run { program: cargo(), args, env: Vec::new() } }
+    }
+
+    fn task(
+        name: impl Into<String>,
+        describe: impl Into<String>,
+        run: impl Fn() -> Result<(), String> + 'static,
+    ) -> Self {
+        Self { name: name.into(), action: Action::Task { describe: describe.into(), run: Box::new(run) } }
     }
 
     fn env(mut self, key: &'static str, value: impl Into<String>) -> Self {
@@ -282,10 +291,7 @@ const API_DESCRIBE: &str = "RUSTC_BOOTSTRAP=1 cargo rustdoc -p <each library> --
 
 /// The public surface: each published library's API, regenerated and compared with `docs/api/`.
 fn surface() -> Vec<Step> {
-    vec![Step {
-        name: "public API unchanged (docs/api)".into(),
-        action: Action::Task { describe: API_DESCRIBE, run: || api::run(false) },
-    }]
+    vec![Step::task("public API unchanged (docs/api)", API_DESCRIBE, || api::run(false))]
 }
 
 fn describe(action: &Action) -> String {
@@ -296,7 +302,7 @@ fn describe(action: &Action) -> String {
             format!("{env}{program} {}", args.join(" "))
         }
         Action::SeedLockfile { package_dir } => format!("cp Cargo.lock {}/", package_dir.display()),
-        Action::Task { describe, .. } => describe.to_string(),
+        Action::Task { describe, .. } => describe.clone(),
         Action::Sdk(check) => format!(
             "cargo build -p {} --features emulator --example {}; serve it; python {} {}",
             check.package,
@@ -501,12 +507,18 @@ fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Result<std::proces
 }
 
 const USAGE: &str = "usage: cargo xtask <command> [--keep-going]
-  ci          everything .ci/run gates on, in order: format, lint, workspace tests, features, downstream, sdk,
-              fuzz targets build, benches and the load driver build, a 30-second soak, docs
+  ci          everything .ci/run gates on, in order: format, lint, workspace tests, features, downstream,
+              package, registry, api, sdk, fuzz targets build, benches and the load driver build, a 30-second
+              soak, docs
   features    each library crate alone with no feature, each single feature and all (cargo hack), its tests
               with only its own dev-dependencies, and each example with only its required features
   downstream  the packages in tests/downstream (outside the workspace), as users build them
   sdk         each emulator against the provider's official Python SDK (tests/sdk)
+  package     cargo package of every published crate, verified
+  registry    package, then the packages of tests/registry: our crates by version only, resolved from the
+              packed .crate files (and shown to resolve nowhere else), their tests run
+  api         each published library's public API, regenerated from rustdoc JSON and compared with docs/api
+              (`api --update` writes the listings)
   bench       the criterion benchmarks
   load [ARGS] the load driver in release (crates/load): `load --sessions 10000` runs 10,000 live Claude
               sessions; no ARGS runs the whole table (`load --help` lists its commands)
@@ -527,9 +539,19 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            let registry = match registry::registry() {
+                Ok(steps) => steps,
+                Err(error) => {
+                    eprintln!("xtask: {error}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let mut steps = basics();
             steps.extend(features());
             steps.extend(downstream);
+            steps.extend(registry::package());
+            steps.extend(registry);
+            steps.extend(surface());
             steps.extend(sdk());
             steps.extend(fuzz_and_docs());
             steps
@@ -543,11 +565,16 @@ fn main() -> ExitCode {
             }
         },
         Some("sdk") => sdk(),
+        Some("package") => registry::package(),
+        Some("registry") => match registry::registry() {
+            Ok(steps) => registry::package().into_iter().chain(steps).collect(),
+            Err(error) => {
+                eprintln!("xtask: {error}");
+                return ExitCode::FAILURE;
+            }
+        },
         Some("api") if args.iter().any(|a| a == "--update") => {
-            vec![Step {
-                name: "public API listings".into(),
-                action: Action::Task { describe: API_DESCRIBE, run: || api::run(true) },
-            }]
+            vec![Step::task("public API listings", API_DESCRIBE, || api::run(true))]
         }
         Some("api") => surface(),
         Some("bench") => bench(),

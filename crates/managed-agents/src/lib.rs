@@ -15,7 +15,8 @@
 //! by itself. Feature `store` adds the durable stores (SQLite, `managed-agents-store`; PostgreSQL too with feature
 //! `postgres`) for provisioning and for the host; feature `host`
 //! the durable session host (`managed-agents-host`: conversations keyed by your id, one driver at a time across
-//! processes, tool approvals answered later). No feature is on by default.
+//! processes, tool approvals answered later); feature `mcp` MCP servers as tools (`managed-agents-mcp`). No
+//! feature is on by default.
 //!
 //! ## Example
 //!
@@ -68,3 +69,8 @@ pub use managed_agents_store as store;
 /// `host`).
 #[cfg(feature = "host")]
 pub use managed_agents_host as host;
+
+/// MCP servers as tools: stdio and streamable-HTTP servers, listed, prefixed and called from any provider's
+/// session (feature `mcp`).
+#[cfg(feature = "mcp")]
+pub use managed_agents_mcp as mcp;
