@@ -43,7 +43,7 @@ mod harness {
     use managed_agents_core::approval::ApprovalRequest;
     use managed_agents_core::fuzzing::machine::{Command, Machine, MachineConfig, Phase, Signal};
     use managed_agents_core::fuzzing::retention::EventRetention;
-    use managed_agents_core::session::{GuardContext, GuardDecision, TurnGuard};
+    use managed_agents_core::{GuardContext, GuardDecision, TurnGuard};
     use managed_agents_core::{
         Error, Event, Mode, Outcome, SessionInfo, SessionResult, Terminal, ToolResult, ToolUse, TurnInput, TurnResult,
         Usage,
@@ -84,19 +84,14 @@ mod harness {
 
     fn error(u: &mut Unstructured<'_>) -> Result<Error> {
         Ok(match u.int_in_range(0u8..=9)? {
-            0 => Error::Connect { message: "refused".into(), source: None },
+            0 => Error::connect_message("refused"),
             1 => Error::http(429, "slow down", None),
             2 => Error::http(500, "oops", None),
             3 => Error::http(529, "overloaded", None),
             4 => Error::http(400, "bad", None),
             5 => Error::StreamClosed,
-            6 => Error::Unsupported { operation: "reconnect", provider: "fuzz".into() },
-            7 => Error::Provider {
-                provider: "fuzz".into(),
-                message: "m".into(),
-                kind: None,
-                retryable: bool::arbitrary(u)?,
-            },
+            6 => Error::unsupported("reconnect", "fuzz"),
+            7 => Error::provider("fuzz", None, "m", bool::arbitrary(u)?),
             8 => Error::Closed,
             _ => Error::transport("reset", "connection reset"),
         })

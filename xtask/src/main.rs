@@ -20,6 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod api;
+mod msrv;
 mod registry;
 
 /// The library crates users depend on, in dependency order.
@@ -291,7 +292,46 @@ const API_DESCRIBE: &str = "RUSTC_BOOTSTRAP=1 cargo rustdoc -p <each library> --
 
 /// The public surface: each published library's API, regenerated and compared with `docs/api/`.
 fn surface() -> Vec<Step> {
-    vec![Step::task("public API unchanged (docs/api)", API_DESCRIBE, || api::run(false))]
+    vec![
+        Step::task("public API unchanged (docs/api)", API_DESCRIBE, || api::run(false)),
+        Step::task("msrv: dependencies within each crate's rust-version", "cargo metadata --all-features", msrv::check),
+        Step::task(
+            "semver-checks against the last release",
+            "cargo semver-checks --baseline-rev <last v* tag>",
+            semver,
+        ),
+    ]
+}
+
+/// `cargo semver-checks` against the last release (the newest `v*` tag): a change that breaks 0.1's users fails
+/// unless the version says so. Before the first release there is no baseline, and the check starts with it
+/// (docs/releasing.md).
+fn semver() -> Result<(), String> {
+    let tags = Command::new("git")
+        .current_dir(root())
+        .args(["tag", "--list", "v*", "--sort=-v:refname"])
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let tags = String::from_utf8_lossy(&tags.stdout);
+    let Some(release) = tags.lines().next().map(str::trim).filter(|t| !t.is_empty()) else {
+        eprintln!("xtask: semver: no release tagged yet (v*): the check starts at the first release, 0.1.0");
+        return Ok(());
+    };
+    let installed = Command::new(cargo())
+        .args(["semver-checks", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !installed {
+        eprintln!("xtask: semver: installing cargo-semver-checks");
+        run_quietly(&cargo(), &["install", "cargo-semver-checks", "--locked"])?;
+    }
+    let mut args = vec!["semver-checks", "--baseline-rev", release];
+    for library in PUBLISHED_LIBRARIES {
+        args.extend(["-p", library]);
+    }
+    run_quietly(&cargo(), &args)
 }
 
 fn describe(action: &Action) -> String {
@@ -577,6 +617,7 @@ fn main() -> ExitCode {
             vec![Step::task("public API listings", API_DESCRIBE, || api::run(true))]
         }
         Some("api") => surface(),
+        Some("msrv") => vec![Step::task("msrv", "cargo metadata --all-features", msrv::check)],
         Some("bench") => bench(),
         Some("load") => load(&args),
         Some("soak") => soak(&args),

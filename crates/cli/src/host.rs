@@ -76,7 +76,9 @@ pub fn load_script(path: &Path) -> Result<Script, UsageError> {
 fn script(options: &Options) -> Result<Script, UsageError> {
     match &options.script {
         Some(path) => load_script(path),
-        None => Ok(Script { turns: vec![ScriptTurn::text(DEFAULT_REPLY); DEFAULT_SCRIPT_TURNS] }),
+        None => {
+            Ok((0..DEFAULT_SCRIPT_TURNS).fold(Script::new(), |script, _| script.turn(ScriptTurn::text(DEFAULT_REPLY))))
+        }
     }
 }
 

@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn the_chain_names_each_cause_once() {
         let io = std::io::Error::other("connection refused");
-        let error = Error::Connect { message: "cannot reach 127.0.0.1:9".into(), source: Some(Box::new(io)) };
+        let error = Error::connect("cannot reach 127.0.0.1:9", io);
         let line = error_chain(&error);
         assert!(line.contains("caused by: connection refused"), "{line}");
         assert!(!line.contains('\n'), "{line}");
@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(exit_code(&Ok(completed)), EXIT_COMPLETED);
         let max = SessionResult::empty(Terminal::Terminated, TerminalReason::MaxTurns, None);
         assert_eq!(exit_code(&Ok(max.clone())), EXIT_STOPPED);
-        let error = Error::MaxTurnsExceeded { max_turns: 1, partial: Box::new(max) };
+        let error = Error::max_turns_exceeded(1, max);
         assert_eq!(exit_code(&Err(error)), EXIT_STOPPED);
         assert_eq!(exit_code(&Err(Error::Closed)), EXIT_FAILED);
     }

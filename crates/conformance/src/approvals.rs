@@ -77,12 +77,7 @@ impl ToolLedger for CrashAfterRecord {
         if self.crashed.swap(true, Ordering::SeqCst) {
             return Ok(recorded);
         }
-        Err(Error::Store {
-            operation: "record",
-            message: "the worker died right after recording the answer".into(),
-            retryable: false,
-            source: None,
-        })
+        Err(Error::store_message("record", "the worker died right after recording the answer", false))
     }
 }
 
@@ -280,7 +275,9 @@ async fn stopped_for_approval<B: Backend>(backend: &B) -> (Harness<B::Provider>,
     });
     let opts = options(&harness).prompt("Pay invoice 7").permission(permission).tool_ledger(ledger.clone());
     let error = Session::run(&*harness.provider, handler, opts).await.expect_err("a deferred call stops the run");
-    let Error::ApprovalRequired { requests, partial } = error else { panic!("expected ApprovalRequired: {error:?}") };
+    let Error::ApprovalRequired { requests, partial, .. } = error else {
+        panic!("expected ApprovalRequired: {error:?}")
+    };
     assert_eq!(ids(requests.iter().map(|r| r.tool_use_id())), ["call_b"], "the deferred call is listed");
     assert_eq!(ids(seen.calls().iter().map(|c| &c.id)), ["call_a"], "the allowed call ran");
     assert_eq!(harness.log.inputs(), vec![kickoff("Pay invoice 7")], "nothing is posted for the batch");

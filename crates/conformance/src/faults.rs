@@ -393,7 +393,7 @@ mod tests {
         assert!(FaultCase::Http529.is_named_by(&refused));
         assert!(!FaultCase::Http429.is_named_by(&refused));
         assert!(!FaultCase::StreamDrop.is_named_by(&refused));
-        let idle = Error::StreamIdleTimeout { idle: STALL_IDLE_TIMEOUT };
+        let idle = Error::stream_idle_timeout(STALL_IDLE_TIMEOUT);
         assert!(FaultCase::Stall.is_named_by(&idle));
         assert!(!FaultCase::MalformedFrame.is_named_by(&idle));
         let bad = Error::malformed("SSE frame", "not JSON", "{");

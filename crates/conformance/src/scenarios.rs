@@ -32,6 +32,7 @@ use crate::{Backend, BackendCapabilities, Fault, Harness, RecordedInput, Script,
 
 /// How a scenario ended (a failing scenario panics instead).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Verdict {
     /// Every assertion held.
     Passed,
@@ -44,6 +45,7 @@ pub type Requirement = fn(&BackendCapabilities) -> Option<&'static str>;
 
 /// A scenario's name and requirement.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ScenarioInfo {
     /// The scenario's function name (and test name).
     pub name: &'static str,
@@ -361,7 +363,9 @@ pub async fn max_turns_exceeded<B: Backend>(backend: &B) -> Verdict {
         .turn(ScriptTurn::text("never reached"));
     let harness = backend.start(script).await;
     let error = Session::run(&*harness.provider, EchoTools, options(&harness).max_turns(2)).await.expect_err("fails");
-    let Error::MaxTurnsExceeded { max_turns, partial } = &error else { panic!("expected MaxTurnsExceeded: {error:?}") };
+    let Error::MaxTurnsExceeded { max_turns, partial, .. } = &error else {
+        panic!("expected MaxTurnsExceeded: {error:?}")
+    };
     assert_eq!(*max_turns, 2);
     assert_eq!(partial.turns, 3, "N turns are allowed; the error comes on turn N+1");
     assert_eq!(partial.terminal_reason, TerminalReason::MaxTurns);
@@ -387,7 +391,7 @@ pub async fn turn_guard_halts<B: Backend>(backend: &B) -> Verdict {
     };
     let error =
         Session::run(&*harness.provider, EchoTools, options(&harness).turn_guard(guard)).await.expect_err("halts");
-    let Error::Halted { reason, partial } = &error else { panic!("expected Halted: {error:?}") };
+    let Error::Halted { reason, partial, .. } = &error else { panic!("expected Halted: {error:?}") };
     assert_eq!(reason, "budget spent at turn 2");
     assert_eq!(partial.turns, 2);
     assert_eq!(partial.terminal_reason, TerminalReason::HaltedByGuard);

@@ -40,6 +40,7 @@ use serde_json::Value;
 /// Unknown fields are refused, so a misspelt one is an error rather than a silently empty turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Script {
     /// The turns, in order.
     pub turns: Vec<ScriptTurn>,
@@ -61,6 +62,7 @@ impl Script {
 /// One model turn. Its JSON form is described on [`Script`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "TurnFile")]
+#[non_exhaustive]
 pub struct ScriptTurn {
     /// Assistant text, in the chunks the wire should stream it in.
     #[serde(default)]
@@ -223,6 +225,7 @@ impl ScriptTurn {
 /// it first ([`ScriptToolCall::host`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ScriptToolCall {
     /// The call id (backends use it as the wire's tool-use id).
     pub id: String,
@@ -257,6 +260,7 @@ pub fn host_tool_output(call: &ScriptToolCall) -> String {
 /// How a scripted turn ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ScriptStop {
     /// The model finished.
     EndTurn,
@@ -271,6 +275,7 @@ pub enum ScriptStop {
 
 /// Scripted usage of a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ScriptUsage {
     /// Input tokens.
     pub input_tokens: u64,

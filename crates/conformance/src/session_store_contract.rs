@@ -91,7 +91,7 @@ async fn take<S: SessionStore + ?Sized>(store: &S, external_id: &str, holder: &s
 
 fn assert_lease_lost(result: Result<impl std::fmt::Debug, Error>, external_id: &str, what: &str) {
     match result {
-        Err(Error::LeaseLost { external_id: lost }) if lost == external_id => {}
+        Err(Error::LeaseLost { external_id: lost, .. }) if lost == external_id => {}
         other => panic!("{what}: expected LeaseLost for {external_id}, got {other:?}"),
     }
 }

@@ -352,7 +352,7 @@ impl MemorySessionStore {
 }
 
 fn lease_lost(external_id: &str) -> Error {
-    Error::LeaseLost { external_id: external_id.to_string() }
+    Error::lease_lost(external_id)
 }
 
 #[async_trait]

@@ -1,20 +1,24 @@
 //! The one error type of managed-agents.
 
 use std::fmt;
+use std::ops::Deref;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::SessionResult;
+use crate::approval::ApprovalRequest;
+use crate::conversation::ConversationStatus;
 
 /// A boxed error source.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// The most bytes of a server's error body an [`Error::Http`] keeps.
+/// The most bytes of an [`ErrorText`]: of a server's error body ([`Error::Http`]), a loop host's message
+/// ([`Error::Provider`]) or any other free-form error text.
 pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// The most bytes of an error body shown by `Display` (and so in logs).
 pub const MAX_DISPLAYED_BODY_BYTES: usize = 2 * 1024;
-/// The most bytes of undecodable input an [`Error::Malformed`] keeps.
+/// The most bytes of undecodable input an [`Error::Malformed`] keeps (a [`RawInput`]).
 pub const MAX_MALFORMED_RAW_BYTES: usize = 4 * 1024;
 
 /// Everything that can go wrong, for the session loop and for providers alike.
@@ -23,15 +27,22 @@ pub const MAX_MALFORMED_RAW_BYTES: usize = 4 * 1024;
 /// stop a session that had already started carry the [`SessionResult`] gathered so far (see
 /// [`Error::partial_result`]), so no event is lost with the error.
 ///
-/// What it prints is bounded and keeps content out: `Display` shows at most [`MAX_DISPLAYED_BODY_BYTES`] of an
-/// HTTP error body and never the raw input of [`Error::Malformed`]; `Debug` summarises partial results (counts,
+/// What it prints is bounded and keeps content out: `Display` shows at most [`MAX_DISPLAYED_BODY_BYTES`] of any
+/// free-form text (an HTTP error body, a loop host's or a library's message) and never the raw input of
+/// [`Error::Malformed`]; `Debug` summarises partial results (counts,
 /// not events, tool inputs or outputs, which may hold secrets a tool fetched) and shows raw input only as a
-/// length. The data itself stays in the fields for code that asks for it.
+/// length. The data itself stays in the fields for code that asks for it. Free-form text is bounded by its type:
+/// [`ErrorText`] keeps at most [`MAX_ERROR_BODY_BYTES`], [`RawInput`] at most [`MAX_MALFORMED_RAW_BYTES`].
+///
+/// Every variant with fields is `#[non_exhaustive]`, so fields can be added: outside this crate, build one with
+/// its constructor, named after the variant ([`Error::provider`], [`Error::not_found`] …; the stops only the
+/// session loop makes, like `Halted` or `Turn`, have none), and match it with `..`.
 #[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A session option is invalid; nothing was opened.
     #[error("invalid option `{option}`: {reason}")]
+    #[non_exhaustive]
     InvalidOption {
         /// The option's name.
         option: &'static str,
@@ -41,6 +52,7 @@ pub enum Error {
 
     /// An outcome was given to a provider without the outcome capability; nothing was opened.
     #[error("provider `{provider}` does not support outcomes")]
+    #[non_exhaustive]
     OutcomeUnsupported {
         /// The provider's name.
         provider: String,
@@ -48,6 +60,7 @@ pub enum Error {
 
     /// The provider does not support this operation.
     #[error("provider `{provider}` does not support `{operation}`")]
+    #[non_exhaustive]
     Unsupported {
         /// The operation asked for.
         operation: &'static str,
@@ -57,6 +70,7 @@ pub enum Error {
 
     /// The turn guard halted the session.
     #[error("halted by the turn guard: {reason}")]
+    #[non_exhaustive]
     Halted {
         /// The guard's reason.
         reason: String,
@@ -66,6 +80,7 @@ pub enum Error {
 
     /// The session needed more turns than allowed.
     #[error("more than {max_turns} turns")]
+    #[non_exhaustive]
     MaxTurnsExceeded {
         /// The configured limit.
         max_turns: u32,
@@ -76,6 +91,7 @@ pub enum Error {
     /// The loop host asked for tool results but named no tool call that could be found, even in the session's
     /// history. An empty resume is never sent.
     #[error("requires_action named no recoverable tool call (stop reason: {stop_reason:?})")]
+    #[non_exhaustive]
     UnresolvedRequiresAction {
         /// The raw stop reason of the turn.
         stop_reason: Option<Value>,
@@ -85,6 +101,7 @@ pub enum Error {
 
     /// The run's timeout elapsed; every task it spawned was aborted. The loop host may still be working.
     #[error("session timed out after {after:?}")]
+    #[non_exhaustive]
     TimedOut {
         /// The configured timeout.
         after: Duration,
@@ -94,6 +111,7 @@ pub enum Error {
 
     /// A turn failed after the session had started; `source` says how.
     #[error("turn failed: {source}")]
+    #[non_exhaustive]
     Turn {
         /// What failed.
         #[source]
@@ -113,30 +131,33 @@ pub enum Error {
 
     /// An HTTP request got an error status; the body is kept (up to [`MAX_ERROR_BODY_BYTES`]).
     #[error("HTTP {status}: {}", shorten(body, MAX_DISPLAYED_BODY_BYTES))]
+    #[non_exhaustive]
     Http {
         /// The status code.
         status: u16,
-        /// The response body (as text, lossily decoded; at most [`MAX_ERROR_BODY_BYTES`], see [`Error::http`]).
-        body: String,
+        /// The response body (as text, lossily decoded; at most [`MAX_ERROR_BODY_BYTES`]).
+        body: ErrorText,
         /// The server's `retry-after`, when given.
         retry_after: Option<Duration>,
     },
 
     /// No connection could be made, so the request was never sent (safe to send again).
-    #[error("cannot connect: {message}")]
+    #[error("cannot connect: {}", shorten(message, MAX_DISPLAYED_BODY_BYTES))]
+    #[non_exhaustive]
     Connect {
         /// What failed.
-        message: String,
+        message: ErrorText,
         /// The underlying error.
         #[source]
         source: Option<BoxError>,
     },
 
     /// The connection failed (TLS, reset, early close …); the request may or may not have been processed.
-    #[error("transport error: {message}")]
+    #[error("transport error: {}", shorten(message, MAX_DISPLAYED_BODY_BYTES))]
+    #[non_exhaustive]
     Transport {
         /// What failed.
-        message: String,
+        message: ErrorText,
         /// The underlying error.
         #[source]
         source: Option<BoxError>,
@@ -145,6 +166,7 @@ pub enum Error {
     /// No response (head) arrived in time. Retrying could help, but the server may still be working on the
     /// request: the HTTP client repeats only reads (`Replay::Always`).
     #[error("no response within {after:?}")]
+    #[non_exhaustive]
     ResponseTimeout {
         /// The configured limit.
         after: Duration,
@@ -152,6 +174,7 @@ pub enum Error {
 
     /// A stream went silent for longer than its idle timeout.
     #[error("stream idle for more than {idle:?}")]
+    #[non_exhaustive]
     StreamIdleTimeout {
         /// The configured idle timeout.
         idle: Duration,
@@ -164,18 +187,19 @@ pub enum Error {
     /// Input from the network could not be decoded. The start of the raw input is kept for inspection, but is
     /// never printed (it may be model output or a tool's data).
     #[error("malformed {what}: {detail}")]
+    #[non_exhaustive]
     Malformed {
         /// What was being decoded (e.g. `"SSE frame"`, `"chat completion"`).
         what: &'static str,
         /// What is wrong (the decoder's message; no input).
         detail: String,
-        /// The start of the offending input, verbatim (lossily decoded; at most [`MAX_MALFORMED_RAW_BYTES`], see
-        /// [`Error::malformed`]).
-        raw: String,
+        /// The start of the offending input, verbatim (lossily decoded; at most [`MAX_MALFORMED_RAW_BYTES`]).
+        raw: RawInput,
     },
 
     /// An agent or environment definition is invalid; nothing was provisioned.
     #[error("invalid {what}: {reason}")]
+    #[non_exhaustive]
     InvalidSpec {
         /// What was being checked (`"agent spec"`, `"environment spec"`, `"name"` …).
         what: &'static str,
@@ -185,6 +209,7 @@ pub enum Error {
 
     /// What was asked for does not exist.
     #[error("no {resource} `{name}`")]
+    #[non_exhaustive]
     NotFound {
         /// What kind of thing (`"artifact"`, `"agent"` …).
         resource: &'static str,
@@ -193,12 +218,13 @@ pub enum Error {
     },
 
     /// A store failed (a provisioning store, a host's session store, a tool ledger).
-    #[error("store: {operation} failed: {message}")]
+    #[error("store: {operation} failed: {}", shorten(message, MAX_DISPLAYED_BODY_BYTES))]
+    #[non_exhaustive]
     Store {
         /// The store operation (`"get"`, `"put"`, `"compare_and_swap"` …).
         operation: &'static str,
         /// What failed.
-        message: String,
+        message: ErrorText,
         /// Whether trying again could succeed (a busy database, say).
         retryable: bool,
         /// The underlying error.
@@ -209,6 +235,7 @@ pub enum Error {
     /// The name a provisioned resource needs is taken by one that cannot be adopted (archived, failed, or of
     /// another definition).
     #[error("{resource} name `{name}` is taken: {reason}")]
+    #[non_exhaustive]
     NameConflict {
         /// What kind of resource (`"agent"`, `"environment"`, `"harness"`).
         resource: &'static str,
@@ -220,6 +247,7 @@ pub enum Error {
 
     /// The loop host reports that a resource failed to become ready.
     #[error("{resource} {id} is {status}{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    #[non_exhaustive]
     ProvisionFailed {
         /// What kind of resource.
         resource: &'static str,
@@ -237,6 +265,7 @@ pub enum Error {
         id.as_deref().unwrap_or("(no id yet)"),
         last_status.as_deref().unwrap_or("unknown")
     )]
+    #[non_exhaustive]
     ProvisionTimedOut {
         /// What kind of resource.
         resource: &'static str,
@@ -256,15 +285,17 @@ pub enum Error {
     /// one to ask: the run stops once the turn's other calls are done. Answer them on a live session, or through
     /// `managed-agents-host`, which stores them. The calls that did run are in the tool ledger, if one is set.
     #[error("{} tool call(s) wait for approval", requests.len())]
+    #[non_exhaustive]
     ApprovalRequired {
         /// The deferred calls.
-        requests: Vec<crate::approval::ApprovalRequest>,
+        requests: Vec<ApprovalRequest>,
         /// The request as far as it got.
         partial: Box<SessionResult>,
     },
 
     /// Another worker drives this conversation right now (its lease is valid); try again later.
     #[error("conversation `{external_id}` is busy: another worker holds its lease")]
+    #[non_exhaustive]
     Busy {
         /// The conversation.
         external_id: String,
@@ -272,16 +303,18 @@ pub enum Error {
 
     /// The conversation was terminated or deleted: it takes no more messages.
     #[error("conversation `{external_id}` is {}", status.as_str())]
+    #[non_exhaustive]
     ConversationClosed {
         /// The conversation.
         external_id: String,
         /// Its status (terminated or deleted).
-        status: crate::conversation::ConversationStatus,
+        status: ConversationStatus,
     },
 
     /// This worker's lease on the conversation was taken over (it expired and another worker took it): what it
     /// was about to write was not written.
     #[error("lease on conversation `{external_id}` was lost to another worker")]
+    #[non_exhaustive]
     LeaseLost {
         /// The conversation.
         external_id: String,
@@ -290,29 +323,78 @@ pub enum Error {
     /// The loop host reported an error of its own. `Display` and `Debug` show at most
     /// [`MAX_DISPLAYED_BODY_BYTES`] of its message (a service may quote the offending input in it).
     #[error("{provider}: {}", shorten(message, MAX_DISPLAYED_BODY_BYTES))]
+    #[non_exhaustive]
     Provider {
         /// The provider's name.
         provider: String,
         /// The error's kind as the wire names it (e.g. `"model_overloaded_error"`), when known.
         kind: Option<String>,
-        /// The message.
-        message: String,
+        /// The message (at most [`MAX_ERROR_BODY_BYTES`]).
+        message: ErrorText,
         /// Whether the loop host said trying again could help.
         retryable: bool,
     },
 }
 
 impl Error {
-    /// An [`Error::Provider`], keeping at most [`MAX_ERROR_BODY_BYTES`] of `message`.
-    pub fn provider(
-        provider: impl Into<String>,
-        kind: Option<String>,
-        message: impl Into<String>,
-        retryable: bool,
-    ) -> Self {
-        let mut message = message.into();
-        truncate_at_char(&mut message, MAX_ERROR_BODY_BYTES);
-        Self::Provider { provider: provider.into(), kind, message, retryable }
+    /// An [`Error::InvalidOption`].
+    pub fn invalid_option(option: &'static str, reason: impl Into<String>) -> Self {
+        Self::InvalidOption { option, reason: reason.into() }
+    }
+
+    /// An [`Error::OutcomeUnsupported`].
+    pub fn outcome_unsupported(provider: impl Into<String>) -> Self {
+        Self::OutcomeUnsupported { provider: provider.into() }
+    }
+
+    /// An [`Error::Unsupported`]: `provider` does not support `operation`.
+    pub fn unsupported(operation: &'static str, provider: impl Into<String>) -> Self {
+        Self::Unsupported { operation, provider: provider.into() }
+    }
+
+    /// An [`Error::MaxTurnsExceeded`]: more than `max_turns` were needed; `partial` is the session so far.
+    pub fn max_turns_exceeded(max_turns: u32, partial: SessionResult) -> Self {
+        Self::MaxTurnsExceeded { max_turns, partial: Box::new(partial) }
+    }
+
+    /// An [`Error::Http`], keeping at most [`MAX_ERROR_BODY_BYTES`] of `body`.
+    pub fn http(status: u16, body: impl Into<String>, retry_after: Option<Duration>) -> Self {
+        Self::Http { status, body: ErrorText::from(body.into()), retry_after }
+    }
+
+    /// An [`Error::Connect`] with a source.
+    pub fn connect(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Connect { message: ErrorText::from(message.into()), source: Some(source.into()) }
+    }
+
+    /// An [`Error::Connect`] without a source.
+    pub fn connect_message(message: impl Into<String>) -> Self {
+        Self::Connect { message: ErrorText::from(message.into()), source: None }
+    }
+
+    /// An [`Error::Transport`] with a source.
+    pub fn transport(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Transport { message: ErrorText::from(message.into()), source: Some(source.into()) }
+    }
+
+    /// An [`Error::Transport`] without a source.
+    pub fn transport_message(message: impl Into<String>) -> Self {
+        Self::Transport { message: ErrorText::from(message.into()), source: None }
+    }
+
+    /// An [`Error::ResponseTimeout`]: no response within `after`.
+    pub fn response_timeout(after: Duration) -> Self {
+        Self::ResponseTimeout { after }
+    }
+
+    /// An [`Error::StreamIdleTimeout`]: a stream was silent for more than `idle`.
+    pub fn stream_idle_timeout(idle: Duration) -> Self {
+        Self::StreamIdleTimeout { idle }
+    }
+
+    /// An [`Error::Malformed`], keeping at most [`MAX_MALFORMED_RAW_BYTES`] of `raw`.
+    pub fn malformed(what: &'static str, detail: impl Into<String>, raw: impl Into<String>) -> Self {
+        Self::Malformed { what, detail: detail.into(), raw: RawInput::from(raw.into()) }
     }
 
     /// An [`Error::InvalidSpec`].
@@ -320,34 +402,78 @@ impl Error {
         Self::InvalidSpec { what, reason: reason.into() }
     }
 
-    /// An [`Error::Store`] with a source.
+    /// An [`Error::NotFound`]: there is no `resource` called `name`.
+    pub fn not_found(resource: &'static str, name: impl Into<String>) -> Self {
+        Self::NotFound { resource, name: name.into() }
+    }
+
+    /// An [`Error::Store`] with a source; the message is the source's.
     pub fn store(operation: &'static str, retryable: bool, source: impl Into<BoxError>) -> Self {
         let source = source.into();
-        Self::Store { operation, message: source.to_string(), retryable, source: Some(source) }
+        Self::Store { operation, message: ErrorText::from(source.to_string()), retryable, source: Some(source) }
     }
 
-    /// An [`Error::InvalidOption`].
-    pub fn invalid_option(option: &'static str, reason: impl Into<String>) -> Self {
-        Self::InvalidOption { option, reason: reason.into() }
+    /// An [`Error::Store`] without a source.
+    pub fn store_message(operation: &'static str, message: impl Into<String>, retryable: bool) -> Self {
+        Self::Store { operation, message: ErrorText::from(message.into()), retryable, source: None }
     }
 
-    /// An [`Error::Transport`] with a source.
-    pub fn transport(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Self::Transport { message: message.into(), source: Some(source.into()) }
+    /// An [`Error::NameConflict`]: the `resource` name `name` is taken, for `reason`.
+    pub fn name_conflict(resource: &'static str, name: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::NameConflict { resource, name: name.into(), reason: reason.into() }
     }
 
-    /// An [`Error::Malformed`], keeping at most [`MAX_MALFORMED_RAW_BYTES`] of `raw`.
-    pub fn malformed(what: &'static str, detail: impl Into<String>, raw: impl Into<String>) -> Self {
-        let mut raw = raw.into();
-        truncate_at_char(&mut raw, MAX_MALFORMED_RAW_BYTES);
-        Self::Malformed { what, detail: detail.into(), raw }
+    /// An [`Error::ProvisionFailed`]: `resource` `id` ended in `status`, for `reason` when the loop host gave one.
+    pub fn provision_failed(
+        resource: &'static str,
+        id: impl Into<String>,
+        status: impl Into<String>,
+        reason: Option<String>,
+    ) -> Self {
+        Self::ProvisionFailed { resource, id: id.into(), status: status.into(), reason }
     }
 
-    /// An [`Error::Http`], keeping at most [`MAX_ERROR_BODY_BYTES`] of `body`.
-    pub fn http(status: u16, body: impl Into<String>, retry_after: Option<Duration>) -> Self {
-        let mut body = body.into();
-        truncate_at_char(&mut body, MAX_ERROR_BODY_BYTES);
-        Self::Http { status, body, retry_after }
+    /// An [`Error::ProvisionTimedOut`]: the wait for `resource` (`id`, once known) ran out while `phase`, after
+    /// `elapsed` and `polls` status polls, the last of which saw `last_status`.
+    pub fn provision_timed_out(
+        resource: &'static str,
+        id: Option<String>,
+        phase: &'static str,
+        last_status: Option<String>,
+        elapsed: Duration,
+        polls: u32,
+    ) -> Self {
+        Self::ProvisionTimedOut { resource, id, phase, last_status, elapsed, polls }
+    }
+
+    /// An [`Error::ApprovalRequired`]: `requests` wait for a person's answer; `partial` is the request so far.
+    pub fn approval_required(requests: Vec<ApprovalRequest>, partial: SessionResult) -> Self {
+        Self::ApprovalRequired { requests, partial: Box::new(partial) }
+    }
+
+    /// An [`Error::Busy`]: another worker holds the lease on conversation `external_id`.
+    pub fn busy(external_id: impl Into<String>) -> Self {
+        Self::Busy { external_id: external_id.into() }
+    }
+
+    /// An [`Error::ConversationClosed`]: conversation `external_id` is `status` (terminated or deleted).
+    pub fn conversation_closed(external_id: impl Into<String>, status: ConversationStatus) -> Self {
+        Self::ConversationClosed { external_id: external_id.into(), status }
+    }
+
+    /// An [`Error::LeaseLost`]: another worker took over the lease on conversation `external_id`.
+    pub fn lease_lost(external_id: impl Into<String>) -> Self {
+        Self::LeaseLost { external_id: external_id.into() }
+    }
+
+    /// An [`Error::Provider`], keeping at most [`MAX_ERROR_BODY_BYTES`] of `message`.
+    pub fn provider(
+        provider: impl Into<String>,
+        kind: Option<String>,
+        message: impl Into<String>,
+        retryable: bool,
+    ) -> Self {
+        Self::Provider { provider: provider.into(), kind, message: ErrorText::from(message.into()), retryable }
     }
 
     /// Whether trying the same thing again could succeed.
@@ -400,27 +526,124 @@ impl Error {
     }
 }
 
-/// Cuts `text` to at most `max` bytes, at a character boundary.
-fn truncate_at_char(text: &mut String, max: usize) {
-    if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
-}
-
-/// `text`, or its first `max` bytes (at a character boundary) and how much was left out.
-fn shorten(text: &str, max: usize) -> String {
+/// The largest length of at most `max` bytes at which `text` can be cut (a character boundary).
+fn cut_point(text: &str, max: usize) -> usize {
     if text.len() <= max {
-        return text.to_string();
+        return text.len();
     }
     let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
+    end
+}
+
+/// Cuts `text` to at most `max` bytes, at a character boundary.
+fn truncate_at_char(text: &mut String, max: usize) {
+    text.truncate(cut_point(text, max));
+}
+
+/// `text`, or its first `max` bytes (at a character boundary) and how much was left out.
+fn shorten(text: &str, max: usize) -> String {
+    let end = cut_point(text, max);
+    if end == text.len() {
+        return text.to_string();
+    }
     format!("{}… ({} more bytes)", &text[..end], text.len() - end)
+}
+
+/// A text newtype cut to at most `$max` bytes (at a character boundary) when it is made, with everything but
+/// `Debug`.
+macro_rules! bounded_text {
+    ($(#[$attr:meta])* $name:ident, $max:expr) => {
+        $(#[$attr])*
+        #[derive(Clone, PartialEq, Eq, Hash, Default)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// The text, as a `String`.
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(mut text: String) -> Self {
+                truncate_at_char(&mut text, $max);
+                Self(text)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(text: &str) -> Self {
+                Self(text[..cut_point(text, $max)].to_string())
+            }
+        }
+
+        impl Deref for $name {
+            type Target = str;
+
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+    };
+}
+
+bounded_text!(
+    /// Free-form error text (a server's error body, a loop host's message, a library's description of a
+    /// failure), cut to at most [`MAX_ERROR_BODY_BYTES`] (at a character boundary) when it is made. `Debug` shows
+    /// at most [`MAX_DISPLAYED_BODY_BYTES`] of it; `Display` shows all of it.
+    ErrorText,
+    MAX_ERROR_BODY_BYTES
+);
+
+bounded_text!(
+    /// The start of input that could not be decoded, cut to at most [`MAX_MALFORMED_RAW_BYTES`] (at a character
+    /// boundary) when it is made. It may be model output or a tool's data: `Debug` shows only its length.
+    RawInput,
+    MAX_MALFORMED_RAW_BYTES
+);
+
+impl fmt::Debug for ErrorText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&shorten(&self.0, MAX_DISPLAYED_BODY_BYTES), f)
+    }
+}
+
+impl fmt::Debug for RawInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&Length(self.0.len()), f)
+    }
 }
 
 /// A partial result in `Debug` output: what it holds, counted.
@@ -498,7 +721,7 @@ impl fmt::Debug for Error {
             Self::Http { status, body, retry_after } => f
                 .debug_struct("Http")
                 .field("status", status)
-                .field("body", &shorten(body, MAX_DISPLAYED_BODY_BYTES))
+                .field("body", body)
                 .field("retry_after", retry_after)
                 .finish(),
             Self::Connect { message, source } => {
@@ -510,12 +733,9 @@ impl fmt::Debug for Error {
             Self::ResponseTimeout { after } => f.debug_struct("ResponseTimeout").field("after", after).finish(),
             Self::StreamIdleTimeout { idle } => f.debug_struct("StreamIdleTimeout").field("idle", idle).finish(),
             Self::StreamClosed => f.write_str("StreamClosed"),
-            Self::Malformed { what, detail, raw } => f
-                .debug_struct("Malformed")
-                .field("what", what)
-                .field("detail", detail)
-                .field("raw", &Length(raw.len()))
-                .finish(),
+            Self::Malformed { what, detail, raw } => {
+                f.debug_struct("Malformed").field("what", what).field("detail", detail).field("raw", raw).finish()
+            }
             Self::InvalidSpec { what, reason } => {
                 f.debug_struct("InvalidSpec").field("what", what).field("reason", reason).finish()
             }
@@ -555,7 +775,7 @@ impl fmt::Debug for Error {
                 .debug_struct("Provider")
                 .field("provider", provider)
                 .field("kind", kind)
-                .field("message", &shorten(message, MAX_DISPLAYED_BODY_BYTES))
+                .field("message", message)
                 .field("retryable", retryable)
                 .finish(),
         }
@@ -613,8 +833,27 @@ mod tests {
     }
 
     #[test]
+    fn error_text_and_raw_input_are_bounded_when_made() {
+        let long = "é".repeat(MAX_ERROR_BODY_BYTES);
+        for text in [ErrorText::from(long.as_str()), ErrorText::from(long.clone())] {
+            assert!(text.len() <= MAX_ERROR_BODY_BYTES && text.len() > MAX_ERROR_BODY_BYTES - 2);
+            assert!(text.chars().all(|c| c == 'é'));
+            assert!(format!("{text:?}").len() < MAX_DISPLAYED_BODY_BYTES + 64);
+            assert_eq!(text.to_string().len(), text.len());
+        }
+        assert_eq!(ErrorText::from("short"), "short");
+        assert_eq!(format!("{:?}", ErrorText::from("short")), "\"short\"");
+
+        let raw = RawInput::from("x".repeat(2 * MAX_MALFORMED_RAW_BYTES));
+        assert_eq!(raw.len(), MAX_MALFORMED_RAW_BYTES);
+        assert_eq!(RawInput::from(raw.as_str()), raw);
+        assert_eq!(format!("{raw:?}"), format!("<{MAX_MALFORMED_RAW_BYTES} bytes>"));
+        assert_eq!(raw.into_string().len(), MAX_MALFORMED_RAW_BYTES);
+    }
+
+    #[test]
     fn retryability_follows_meaning() {
-        let http = |status| Error::Http { status, body: String::new(), retry_after: None };
+        let http = |status| Error::http(status, "", None);
         assert!(http(429).is_retryable());
         assert!(http(529).is_retryable());
         assert!(!http(400).is_retryable());

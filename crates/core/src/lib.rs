@@ -153,12 +153,11 @@ mod handler;
 mod info;
 pub mod ledger;
 mod outcome;
-pub mod provider;
+mod provider;
 pub mod provision;
 mod result;
 mod seen;
-pub mod session;
-pub mod settings;
+mod session;
 mod spec;
 mod tool;
 pub mod tools;
@@ -168,7 +167,9 @@ mod usage;
 /// (re-exported from the `async-trait` crate, so providers and handlers need no dependency of their own).
 pub use async_trait::async_trait;
 pub use backoff::RetryPolicy;
-pub use error::{BoxError, Error, MAX_DISPLAYED_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_MALFORMED_RAW_BYTES};
+pub use error::{
+    BoxError, Error, ErrorText, MAX_DISPLAYED_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_MALFORMED_RAW_BYTES, RawInput,
+};
 pub use event::{Event, TEXT_DELTA_TYPE};
 pub use handler::{Handler, NoTools, ToolFn, ToolFnWithInfo, ToolOutput, tool_fn, tool_fn_with_info};
 pub use info::SessionInfo;
@@ -182,6 +183,7 @@ pub use result::{SessionResult, Terminal, TerminalReason, TurnResult};
 pub use schemars;
 pub use seen::SeenIds;
 pub use session::{
+    DEFAULT_MAX_REPROMPTS, DEFAULT_MAX_TURNS, DEFAULT_SEEN_WINDOW, DEFAULT_TIMEOUT, DEFAULT_TOOL_CONCURRENCY,
     EventRetention, GuardContext, GuardDecision, Notification, ReconnectPolicy, Session, SessionHandle, SessionOptions,
     TurnGuard,
 };

@@ -9,6 +9,7 @@ pub const MAX_OUTCOME_ITERATIONS: u32 = 20;
 
 /// A goal and rubric sent at kickoff instead of a prompt, on providers with the outcome capability.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Outcome {
     /// What the agent should achieve.
     pub description: String,

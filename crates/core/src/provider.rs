@@ -365,13 +365,13 @@ pub trait Provider: Send + Sync {
     /// Creates (or finds) the provider-side agent for `spec`.
     async fn provision(&self, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
         let _ = (spec, environment);
-        Err(Error::Unsupported { operation: "provision", provider: self.name().to_string() })
+        Err(Error::unsupported("provision", self.name()))
     }
 
     /// Deletes (or archives) what [`Provider::provision`] created.
     async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
         let _ = handle;
-        Err(Error::Unsupported { operation: "teardown", provider: self.name().to_string() })
+        Err(Error::unsupported("teardown", self.name()))
     }
 }
 

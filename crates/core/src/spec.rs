@@ -137,6 +137,7 @@ impl AgentSpec {
 /// Network access of a sandbox environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Networking {
     /// Any host may be reached.
     #[default]

@@ -93,7 +93,7 @@ async fn a_synchronous_run_stops_on_a_deferred_call_with_the_rest_recorded_and_n
         let ledger = MemoryLedger::new();
         let options = SessionOptions::new().permission(defer_risky()).tool_ledger(ledger.clone());
         let error = Session::run(&*provider, handler.clone(), options).await.unwrap_err();
-        let Error::ApprovalRequired { requests, partial } = &error else { panic!("{error:?}") };
+        let Error::ApprovalRequired { requests, partial, .. } = &error else { panic!("{error:?}") };
         assert_eq!(requests.len(), 1);
         assert_eq!(requests[0].tool_use.id, "c2");
         assert_eq!(requests[0].provider, provider.name());

@@ -55,7 +55,7 @@ impl RequestResponseConnection for ReportsThenFailsConnection {
         for event in &self.live {
             live.emit(event.clone());
         }
-        Err(Error::Connect { message: "refused".into(), source: None })
+        Err(Error::connect_message("refused"))
     }
 }
 

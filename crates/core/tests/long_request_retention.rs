@@ -108,7 +108,7 @@ impl StreamingConnection for ToolTurnsConnection {
     }
 
     async fn reconnect(&mut self, _: &SeenIds) -> Result<Reconnected, Error> {
-        Err(Error::Unsupported { operation: "reconnect", provider: "tool-turns".into() })
+        Err(Error::unsupported("reconnect", "tool-turns"))
     }
 }
 

@@ -82,7 +82,7 @@ impl StreamingConnection for EchoConnection {
     }
 
     async fn reconnect(&mut self, _: &SeenIds) -> Result<Reconnected, Error> {
-        Err(Error::Unsupported { operation: "reconnect", provider: "echo".into() })
+        Err(Error::unsupported("reconnect", "echo"))
     }
 }
 

@@ -57,7 +57,7 @@ impl RequestResponseConnection for NamesNoToolsConnection {
     async fn poll_turn(&mut self, _: TurnInput, _: LiveEvents) -> Result<Vec<Event>, Error> {
         let n = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
         if self.fail_second_poll && n == 2 {
-            return Err(Error::Http { status: 500, body: "upstream broke".into(), retry_after: None });
+            return Err(Error::http(500, "upstream broke", None));
         }
         Ok(vec![Event::from_value(json!({"type": "turn", "n": n})).unwrap()])
     }
@@ -139,7 +139,7 @@ impl StreamingConnection for NeverEndsConnection {
     }
 
     async fn reconnect(&mut self, _: &SeenIds) -> Result<Reconnected, Error> {
-        Err(Error::Unsupported { operation: "reconnect", provider: "never-ends".into() })
+        Err(Error::unsupported("reconnect", "never-ends"))
     }
 }
 

@@ -47,7 +47,7 @@ impl Artifacts for EchoStore {
         validate_artifact_name(name)?;
         self.record(format!("delete {name}"));
         if name == "missing" {
-            return Err(Error::NotFound { resource: "artifact", name: name.into() });
+            return Err(Error::not_found("artifact", name));
         }
         Ok(())
     }
@@ -69,7 +69,7 @@ async fn every_verb_is_dispatched_to_the_implementation() {
     artifacts.delete("report.md").await.unwrap();
     let missing = artifacts.delete("missing").await;
     assert!(
-        matches!(&missing, Err(Error::NotFound { resource: "artifact", name }) if name == "missing"),
+        matches!(&missing, Err(Error::NotFound { resource: "artifact", name, .. }) if name == "missing"),
         "{missing:?}"
     );
     assert_eq!(

@@ -25,7 +25,7 @@ impl Provider for Host {
     }
 
     async fn open(&self, _: OpenRequest) -> Result<OpenConnection, Error> {
-        Err(Error::Unsupported { operation: "open", provider: "host".into() })
+        Err(Error::unsupported("open", "host"))
     }
 
     fn normalize(&self, _: &[Event]) -> TurnResult {

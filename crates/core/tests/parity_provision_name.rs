@@ -79,7 +79,7 @@ fn the_claude_policy_keeps_ordinary_names() {
 fn a_policy_too_small_is_refused_by_name() {
     let tiny = NamePolicy::new(10, Charset::AlphanumericUnderscore, true);
     match tiny.compose("anything", &digest()) {
-        Err(Error::InvalidSpec { what, reason }) => {
+        Err(Error::InvalidSpec { what, reason, .. }) => {
             assert_eq!(what, "name policy");
             assert!(reason.contains("10 bytes"), "{reason}");
         }

@@ -32,7 +32,7 @@ impl Provider for Stub {
     }
 
     async fn open(&self, _: OpenRequest) -> Result<OpenConnection, Error> {
-        Err(Error::Unsupported { operation: "open", provider: "stub".into() })
+        Err(Error::unsupported("open", "stub"))
     }
 
     fn normalize(&self, _: &[Event]) -> TurnResult {

@@ -16,7 +16,7 @@ use managed_agents_core::{
 };
 
 fn provider_error(message: &str) -> Error {
-    Error::Provider { provider: "fake".into(), kind: None, message: message.into(), retryable: false }
+    Error::provider("fake", None, message, false)
 }
 
 fn handle(id: &str) -> AgentHandle {
@@ -65,7 +65,7 @@ impl Provider for Fake {
     }
 
     async fn open(&self, _: OpenRequest) -> Result<OpenConnection, Error> {
-        Err(Error::Unsupported { operation: "open", provider: self.name.into() })
+        Err(Error::unsupported("open", self.name))
     }
 
     fn normalize(&self, _: &[Event]) -> TurnResult {
@@ -184,7 +184,7 @@ async fn teardown_tears_down_and_evicts_and_is_unsupported_without_a_teardown() 
     let other = NoTeardown(Fake::new("inner"));
     let unsupported = teardown(&other, &store, &handle("x")).await;
     assert!(
-        matches!(&unsupported, Err(Error::Unsupported { operation: "teardown", provider }) if provider == "no-teardown"),
+        matches!(&unsupported, Err(Error::Unsupported { operation: "teardown", provider, .. }) if provider == "no-teardown"),
         "{unsupported:?}"
     );
 }

@@ -16,7 +16,7 @@ fn check(runtime: Runtime) -> Result<(), Error> {
 fn refused(runtime: Runtime) {
     let result = check(runtime.clone());
     match result {
-        Err(Error::InvalidSpec { what: "environment spec", reason }) => {
+        Err(Error::InvalidSpec { what: "environment spec", reason, .. }) => {
             assert!(reason.contains(&runtime.lang), "the error names the runtime: {reason}");
         }
         other => panic!("{runtime:?} should be refused, got {other:?}"),

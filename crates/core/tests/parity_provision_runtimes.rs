@@ -21,7 +21,9 @@ fn validate(runtimes: Vec<Runtime>) -> Result<(), Error> {
 
 fn assert_refused(result: Result<(), Error>, naming: &str) {
     match result {
-        Err(Error::InvalidSpec { what: "environment spec", reason }) => assert!(reason.contains(naming), "{reason}"),
+        Err(Error::InvalidSpec { what: "environment spec", reason, .. }) => {
+            assert!(reason.contains(naming), "{reason}")
+        }
         other => panic!("expected the runtime `{naming}` to be refused, got {other:?}"),
     }
 }
@@ -87,7 +89,7 @@ fn the_first_invalid_entry_is_reported() {
         Runtime::new("python", "3 12"),
     ]);
     match result {
-        Err(Error::InvalidSpec { what: "environment spec", reason }) => {
+        Err(Error::InvalidSpec { what: "environment spec", reason, .. }) => {
             assert!(reason.contains("elixir@1.17.0;"), "{reason}");
             assert!(!reason.contains("erlang") && !reason.contains("python"), "{reason}");
         }
@@ -135,7 +137,7 @@ impl Provider for Recorder {
     }
 
     async fn open(&self, _: OpenRequest) -> Result<OpenConnection, Error> {
-        Err(Error::Unsupported { operation: "open", provider: "recorder".into() })
+        Err(Error::unsupported("open", "recorder"))
     }
 
     fn normalize(&self, _: &[Event]) -> TurnResult {

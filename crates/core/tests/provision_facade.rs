@@ -26,7 +26,7 @@ impl Provider for Counting {
     }
 
     async fn open(&self, _: OpenRequest) -> Result<OpenConnection, Error> {
-        Err(Error::Unsupported { operation: "open", provider: "counting".into() })
+        Err(Error::unsupported("open", "counting"))
     }
 
     fn normalize(&self, _: &[Event]) -> TurnResult {
@@ -35,12 +35,7 @@ impl Provider for Counting {
 
     async fn provision(&self, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
         if self.fail.load(Ordering::SeqCst) {
-            return Err(Error::Provider {
-                provider: "counting".into(),
-                kind: None,
-                message: "no".into(),
-                retryable: false,
-            });
+            return Err(Error::provider("counting", None, "no", false));
         }
         let n = self.provisioned.fetch_add(1, Ordering::SeqCst);
         let environment_id = environment.map(|env| format!("env_{}", env.digest().short()));
@@ -50,12 +45,7 @@ impl Provider for Counting {
     async fn teardown(&self, _: &AgentHandle) -> Result<(), Error> {
         self.torn_down.fetch_add(1, Ordering::SeqCst);
         if self.fail.load(Ordering::SeqCst) {
-            return Err(Error::Provider {
-                provider: "counting".into(),
-                kind: None,
-                message: "no".into(),
-                retryable: false,
-            });
+            return Err(Error::provider("counting", None, "no", false));
         }
         Ok(())
     }

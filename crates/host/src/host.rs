@@ -143,7 +143,7 @@ impl Host {
         if self.inner.store.decide(external_id, tool_use_id, &decision).await? {
             Ok(())
         } else {
-            Err(Error::NotFound { resource: "approval", name: format!("{external_id}/{tool_use_id}") })
+            Err(Error::not_found("approval", format!("{external_id}/{tool_use_id}")))
         }
     }
 
@@ -251,7 +251,7 @@ impl Host {
         let provider = &*inner.provider;
         let mut record = match (store.load(external_id).await?, &request) {
             (Some(record), _) if record.status.is_closed() => {
-                return Err(Error::ConversationClosed { external_id: external_id.to_string(), status: record.status });
+                return Err(Error::conversation_closed(external_id, record.status));
             }
             (Some(record), _) => record,
             (None, Request::Resume) => return Err(not_found(external_id)),
@@ -309,7 +309,7 @@ impl Host {
                 record.last_error = None;
             }
             Err(Error::LeaseLost { .. }) => return outcome,
-            Err(Error::ApprovalRequired { requests, partial }) => {
+            Err(Error::ApprovalRequired { requests, partial, .. }) => {
                 keep(&mut record, partial, true);
                 for request in requests {
                     if let Err(error) = store.put_approval(external_id, request).await {
@@ -416,5 +416,5 @@ impl Host {
 }
 
 fn not_found(external_id: &str) -> Error {
-    Error::NotFound { resource: "conversation", name: external_id.to_string() }
+    Error::not_found("conversation", external_id)
 }

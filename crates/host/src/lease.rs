@@ -47,7 +47,7 @@ pub(crate) struct LeaseRequest<'a> {
 impl LeaseRequest<'_> {
     /// Takes the conversation's lease under the busy policy and starts renewing it.
     pub(crate) async fn acquire(&self, external_id: &str) -> Result<HeldLease, Error> {
-        let busy = || Error::Busy { external_id: external_id.to_string() };
+        let busy = || Error::busy(external_id);
         let deadline = match self.busy {
             BusyPolicy::FailFast => None,
             BusyPolicy::Wait { max } => Some(self.since.checked_add(max).unwrap_or_else(far_future)),
@@ -123,7 +123,7 @@ impl HeldLease {
 
     /// [`Error::LeaseLost`] when the lease is lost.
     pub(crate) fn check(&self) -> Result<(), Error> {
-        if self.is_lost() { Err(Error::LeaseLost { external_id: self.lease().external_id }) } else { Ok(()) }
+        if self.is_lost() { Err(Error::lease_lost(self.lease().external_id)) } else { Ok(()) }
     }
 
     /// Runs `work` while the lease holds: [`Error::LeaseLost`] (and `work` dropped) as soon as it is lost — taken
@@ -138,12 +138,12 @@ impl HeldLease {
             let until = *valid_until.borrow_and_update();
             tokio::select! {
                 outcome = &mut work => return outcome,
-                _ = lost.wait_for(|lost| *lost) => return Err(Error::LeaseLost { external_id }),
+                _ = lost.wait_for(|lost| *lost) => return Err(Error::lease_lost(external_id)),
                 // A renewal moved the validity on: wait for the new one.
                 Ok(()) = valid_until.changed() => {}
                 () = tokio::time::sleep_until(until) => {
                     if Instant::now() >= *valid_until.borrow() {
-                        return Err(Error::LeaseLost { external_id });
+                        return Err(Error::lease_lost(external_id));
                     }
                 }
             }

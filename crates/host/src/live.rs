@@ -145,7 +145,7 @@ impl Host {
     /// This process's hold on the conversation's attachment, waiting (from `since`) as the busy policy allows.
     async fn lock_slot(&self, external_id: &str, since: Instant) -> Result<OwnedMutexGuard<Slot>, Error> {
         let slot = self.attachments().slot(external_id);
-        let busy = || Error::Busy { external_id: external_id.to_string() };
+        let busy = || Error::busy(external_id);
         match self.busy_policy() {
             BusyPolicy::FailFast => slot.try_lock_owned().map_err(|_| busy()),
             BusyPolicy::Wait { max } => match since.checked_add(max) {
@@ -252,9 +252,8 @@ impl Host {
         .await;
         lease.release().await;
         saved?;
-        let partial =
-            Box::new(SessionResult::empty(Terminal::RequiresAction, TerminalReason::Error, record.session_id.clone()));
-        Err(Error::ApprovalRequired { requests: vec![request], partial })
+        let partial = SessionResult::empty(Terminal::RequiresAction, TerminalReason::Error, record.session_id.clone());
+        Err(Error::approval_required(vec![request], partial))
     }
 
     /// Closes the live session, records `status` and gives the lease back.

@@ -223,7 +223,7 @@ async fn a_busy_conversation_fails_fast(place: Place) {
         .build()
         .expect("host");
     let refused = second.send(&id, "me too").await.expect_err("the conversation is busy");
-    assert!(matches!(&refused, Error::Busy { external_id } if *external_id == id), "{refused:?}");
+    assert!(matches!(&refused, Error::Busy { external_id, .. } if *external_id == id), "{refused:?}");
     assert!(refused.is_retryable());
     assert_eq!(hosts_record(&place, &id).await.status, ConversationStatus::Running, "running while in flight");
     release.send(()).expect("release the tool");
@@ -399,7 +399,7 @@ async fn a_deferred_call_detaches_an_attached_conversation(place: Place) {
     assert!(host.is_attached(&id).await);
 
     let error = host.send(&id, "do it").await.expect_err("the call waits for a person");
-    let Error::ApprovalRequired { requests, partial } = &error else { panic!("{error:?}") };
+    let Error::ApprovalRequired { requests, partial, .. } = &error else { panic!("{error:?}") };
     assert_eq!(requests[0].tool_use.id, danger);
     assert!(partial.session_id.is_some());
     assert!(!host.is_attached(&id).await, "a deferral detaches the conversation");
@@ -429,7 +429,7 @@ async fn a_lost_lease_stops_the_request(place: Place) {
         .await
         .expect("the first renewal (after 100 ms) stops the request")
         .expect_err("the lease was lost");
-    assert!(matches!(&error, Error::LeaseLost { external_id } if *external_id == id), "{error:?}");
+    assert!(matches!(&error, Error::LeaseLost { external_id, .. } if *external_id == id), "{error:?}");
     assert_eq!(hosts_record(&place, &id).await.status, ConversationStatus::Running, "nothing written after the loss");
     assert!(emulator.log().tool_results().is_empty());
 }
@@ -450,7 +450,7 @@ async fn a_lease_past_its_time_stops_the_request(place: Place) {
         .await
         .expect("the lease's end stops the request although the renewal never answers")
         .expect_err("the lease ran out");
-    assert!(matches!(&error, Error::LeaseLost { external_id } if *external_id == id), "{error:?}");
+    assert!(matches!(&error, Error::LeaseLost { external_id, .. } if *external_id == id), "{error:?}");
     assert!(emulator.log().tool_results().is_empty());
     // Another worker can take the conversation over now.
     let lease = place.open().await.acquire(&id, "another-worker", Duration::from_secs(5)).await.unwrap();

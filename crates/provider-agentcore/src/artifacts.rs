@@ -60,7 +60,7 @@ pub const DEFAULT_PUT_CHUNK_BYTES: usize = 36 * 1024;
 pub const DEFAULT_FETCH_CHUNK_BYTES: usize = 1024 * 1024;
 
 /// The exit code the commands use for "no such artifact" (`EX_NOINPUT` of `sysexits.h`).
-pub const NOT_FOUND_EXIT: i32 = 66;
+pub(crate) const NOT_FOUND_EXIT: i32 = 66;
 
 /// The prefix of the temporary files a put writes beside its artifact; listings leave them out.
 pub const PARTIAL_PREFIX: &str = ".partial-";
@@ -324,11 +324,11 @@ fn command_failed(operation: &str, name: &str, output: &CommandOutput) -> Error 
 }
 
 fn unexpected_output(operation: &'static str, detail: impl Into<String>) -> Error {
-    Error::Malformed { what: operation, detail: detail.into(), raw: String::new() }
+    Error::malformed(operation, detail, "")
 }
 
 fn not_found(name: &str) -> Error {
-    Error::NotFound { resource: "artifact", name: name.to_string() }
+    Error::not_found("artifact", name)
 }
 
 /// What one fetch command printed: the file's identity (`inode size mtime`), its size and the chunk read.

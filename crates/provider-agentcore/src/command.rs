@@ -3,11 +3,14 @@
 use std::time::Duration;
 
 use aws_sdk_bedrockagentcore::Client;
-use aws_sdk_bedrockagentcore::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_bedrockagentcore::types::{InvokeAgentRuntimeCommandRequestBody, InvokeAgentRuntimeCommandStreamOutput};
 use managed_agents_core::Error;
 
 use crate::idle::IdleTimer;
+use crate::sdk_error::{self, Part};
+
+/// The operation that runs a command.
+const OPERATION: &str = "InvokeAgentRuntimeCommand";
 
 /// What a command printed, and how it ended. A non-zero exit code is a result, not an error.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,37 +53,17 @@ pub async fn run_command(
     let call =
         client.invoke_agent_runtime_command().agent_runtime_arn(runtime_arn).runtime_session_id(session_id).body(body);
     let output = match tokio::time::timeout(idle, call.send()).await {
-        Err(_) => return Err(Error::ResponseTimeout { after: idle }),
-        Ok(sent) => sent.map_err(|error| {
-            let service = error.as_service_error();
-            Error::Provider {
-                provider: "agentcore".into(),
-                kind: service.and_then(|e| e.code()).map(str::to_string),
-                message: service
-                    .and_then(|e| e.message())
-                    .map_or_else(|| DisplayErrorContext(&error).to_string(), str::to_string),
-                retryable: false,
-            }
-        })?,
+        Err(_) => return Err(Error::response_timeout(idle)),
+        Ok(sent) => sent.map_err(|error| never_retried(sdk_error::to_error(Part::Request(OPERATION), error)))?,
     };
     let mut stream = output.stream;
     let mut result = CommandOutput::default();
     let mut timer = IdleTimer::new(idle);
     loop {
         let next = match timer.run(stream.recv()).await {
-            Err(_) => return Err(Error::StreamIdleTimeout { idle }),
+            Err(_) => return Err(Error::stream_idle_timeout(idle)),
             Ok(Ok(next)) => next,
-            Ok(Err(error)) => {
-                let service = error.as_service_error();
-                return Err(Error::Provider {
-                    provider: "agentcore".into(),
-                    kind: service.and_then(|e| e.code()).map(str::to_string),
-                    message: service
-                        .and_then(|e| e.message())
-                        .map_or_else(|| DisplayErrorContext(&error).to_string(), str::to_string),
-                    retryable: false,
-                });
-            }
+            Ok(Err(error)) => return Err(never_retried(sdk_error::to_error(Part::Stream, error))),
         };
         let Some(InvokeAgentRuntimeCommandStreamOutput::Chunk(chunk)) = next else {
             if next.is_some() {
@@ -88,12 +71,12 @@ pub async fn run_command(
             }
             // The stream ended: without `contentStop` the command's fate is unknown.
             if result.exit_code.is_none() {
-                return Err(Error::Provider {
-                    provider: "agentcore".into(),
-                    kind: Some("early_termination".into()),
-                    message: "the command's output ended without an exit code".into(),
-                    retryable: false,
-                });
+                return Err(Error::provider(
+                    "agentcore",
+                    Some("early_termination".into()),
+                    "the command's output ended without an exit code",
+                    false,
+                ));
             }
             return Ok(result);
         };
@@ -110,5 +93,15 @@ pub async fn run_command(
         if let Some(stop) = &chunk.content_stop {
             result.exit_code = Some(stop.exit_code);
         }
+    }
+}
+
+/// A failed command call as a provider error that is never retryable, whatever failed: the command may have run
+/// (and a command need not be safe to run twice).
+fn never_retried(error: Error) -> Error {
+    match error {
+        Error::Provider { kind, message, .. } => Error::provider("agentcore", kind, message.into_string(), false),
+        Error::Transport { message, .. } => Error::provider("agentcore", None, message.into_string(), false),
+        other => Error::provider("agentcore", None, other.to_string(), false),
     }
 }

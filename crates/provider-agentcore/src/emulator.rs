@@ -451,12 +451,6 @@ fn event(kind: &str, payload: Value) -> Bytes {
     frame("event", (":event-type", kind), &payload)
 }
 
-/// The frames of a scripted turn, in order.
-pub fn turn_frames(turn: &ScriptTurn, reuse_block_index: bool) -> Vec<Bytes> {
-    let options = EmulatorOptions { reuse_block_index, ..EmulatorOptions::default() };
-    call_frames(turn, &options, 0)
-}
-
 /// The reasoning of call `number` under [`EmulatorOptions::reasoning`]: the text, its signature and the
 /// redacted bytes (not UTF-8, so they test the blob path).
 pub fn reasoning_blocks(number: usize) -> (String, String, Vec<u8>) {
@@ -573,6 +567,8 @@ fn call_frames(turn: &ScriptTurn, options: &EmulatorOptions, number: usize) -> V
         ScriptStop::EndTurn => "end_turn",
         ScriptStop::ToolUse => "tool_use",
         ScriptStop::Terminated { reason } => reason,
+        // A stop this emulator does not know yet ends the turn plainly.
+        _ => "end_turn",
     };
     frames.push(event("messageStop", json!({"stopReason": stop})));
     frames

@@ -22,7 +22,8 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use aws_sdk_bedrockagentcorecontrol::Client as ControlClient;
-use aws_sdk_bedrockagentcorecontrol::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_bedrockagentcorecontrol::config::http::HttpResponse;
+use aws_sdk_bedrockagentcorecontrol::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockagentcorecontrol::types::{
     FilesystemConfiguration, HarnessAgentCoreRuntimeEnvironmentRequest, HarnessBedrockModelConfig,
     HarnessEnvironmentProviderRequest, HarnessInlineFunctionConfig, HarnessModelConfiguration, HarnessStatus,
@@ -35,6 +36,7 @@ use serde_json::{Value, json};
 
 use crate::BedrockAgentCore;
 use crate::convert::to_document;
+use crate::sdk_error::{self, Part};
 
 /// The default wall-clock budget of one provision or teardown call: 10 minutes.
 pub const DEFAULT_PROVISION_BUDGET: Duration = Duration::from_secs(600);
@@ -176,7 +178,7 @@ impl ProvisionSettings {
             ("control_request_timeout", self.request_timeout),
             ("rollback_timeout", self.rollback_timeout),
         ] {
-            managed_agents_core::settings::nonzero(option, value)?;
+            crate::settings::nonzero(option, value)?;
         }
         if let Some(size) = self.page_size
             && !(1..=100).contains(&size)
@@ -261,7 +263,7 @@ pub fn harness_name(
 }
 
 /// The harness id an ARN names (`arn:…:harness/<id>`), if it is a harness ARN.
-pub fn harness_id_from_arn(arn: &str) -> Option<&str> {
+pub(crate) fn harness_id_from_arn(arn: &str) -> Option<&str> {
     let (_, id) = arn.rsplit_once(":harness/")?;
     (!id.is_empty() && !id.contains('/')).then_some(id)
 }
@@ -353,48 +355,28 @@ impl ControlFailure {
 }
 
 fn service_error(operation: &str, code: Option<&str>, message: &str, retryable: bool) -> Error {
-    Error::Provider {
-        provider: "agentcore".into(),
-        kind: code.map(str::to_string),
-        message: match code {
-            Some(code) => format!("{operation} failed with {code}: {message}"),
-            None => format!("{operation} failed: {message}"),
-        },
-        retryable,
-    }
+    let message = match code {
+        Some(code) => format!("{operation} failed with {code}: {message}"),
+        None => format!("{operation} failed: {message}"),
+    };
+    Error::provider("agentcore", code.map(str::to_string), message, retryable)
 }
 
-fn control_failure<E>(
-    operation: &str,
-    error: SdkError<E, aws_sdk_bedrockagentcorecontrol::config::http::HttpResponse>,
-) -> ControlFailure
+/// A failed control-plane request of `operation`, with the two service errors provisioning acts on split out and
+/// the operation named in the message of every other service error.
+fn control_failure<E>(operation: &str, error: SdkError<E, HttpResponse>) -> ControlFailure
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    match error {
-        SdkError::ServiceError(context) => {
-            let status = context.raw().status().as_u16();
-            let error = context.into_err();
-            let message = error.message().unwrap_or("the service reported an error").to_string();
-            match error.code() {
-                Some("ConflictException") => ControlFailure::Conflict(message),
-                Some("ResourceNotFoundException") => ControlFailure::NotFound,
-                code => {
-                    let retryable = status >= 500
-                        || status == 429
-                        || matches!(code, Some("ThrottlingException" | "InternalServerException"));
-                    ControlFailure::Other(service_error(operation, code, &message, retryable))
-                }
-            }
+    match sdk_error::to_error(Part::Request(operation), error) {
+        Error::Provider { kind: Some(kind), message, .. } if kind == "ConflictException" => {
+            ControlFailure::Conflict(message.into_string())
         }
-        error @ (SdkError::DispatchFailure(_) | SdkError::TimeoutError(_)) => ControlFailure::Other(Error::Transport {
-            message: format!("could not send {operation}: {}", DisplayErrorContext(&error)),
-            source: None,
-        }),
-        other => ControlFailure::Other(Error::Transport {
-            message: format!("{operation} failed: {}", DisplayErrorContext(&other)),
-            source: None,
-        }),
+        Error::Provider { kind: Some(kind), .. } if kind == "ResourceNotFoundException" => ControlFailure::NotFound,
+        Error::Provider { kind, message, retryable, .. } => {
+            ControlFailure::Other(service_error(operation, kind.as_deref(), &message, retryable))
+        }
+        other => ControlFailure::Other(other),
     }
 }
 
@@ -540,19 +522,19 @@ async fn bounded<T>(
     match tokio::time::timeout(limit, request).await {
         Ok(result) => result,
         Err(_) if budget.expired() => Err(ControlFailure::Other(timed_out(budget, wait))),
-        Err(_) => Err(ControlFailure::Other(Error::ResponseTimeout { after: limit })),
+        Err(_) => Err(ControlFailure::Other(Error::response_timeout(limit))),
     }
 }
 
 fn timed_out(budget: &Budget, wait: &Wait) -> Error {
-    Error::ProvisionTimedOut {
-        resource: RESOURCE,
-        id: wait.id.clone(),
-        phase: wait.phase,
-        last_status: wait.last_status.clone(),
-        elapsed: budget.elapsed(),
-        polls: wait.polls,
-    }
+    Error::provision_timed_out(
+        RESOURCE,
+        wait.id.clone(),
+        wait.phase,
+        wait.last_status.clone(),
+        budget.elapsed(),
+        wait.polls,
+    )
 }
 
 /// Deletes a harness this call created if the call does not complete (an error, or the future dropped).
@@ -691,12 +673,12 @@ impl Call<'_> {
             };
             match poll {
                 Poll::Gone => {
-                    break Err(Error::ProvisionFailed {
-                        resource: RESOURCE,
-                        id: id.to_string(),
-                        status: "GONE".into(),
-                        reason: Some("the harness was deleted while waiting for it to become ready".into()),
-                    });
+                    break Err(Error::provision_failed(
+                        RESOURCE,
+                        id,
+                        "GONE",
+                        Some("the harness was deleted while waiting for it to become ready".into()),
+                    ));
                 }
                 Poll::Status(status, reason) => match classify(&status) {
                     HarnessStatusClass::Ready => break Ok(()),
@@ -711,12 +693,7 @@ impl Call<'_> {
                             HarnessStatusClass::Unknown => Some("a status this client does not know".to_string()),
                             _ => None,
                         });
-                        break Err(Error::ProvisionFailed {
-                            resource: RESOURCE,
-                            id: id.to_string(),
-                            status: status_text(&status),
-                            reason,
-                        });
+                        break Err(Error::provision_failed(RESOURCE, id, status_text(&status), reason));
                     }
                 },
             }
@@ -735,12 +712,7 @@ impl Call<'_> {
                 Ok(Poll::Status(status, reason)) => match classify(&status) {
                     HarnessStatusClass::Deleting => {}
                     HarnessStatusClass::Failed if status == HarnessStatus::DeleteFailed => {
-                        break Err(Error::ProvisionFailed {
-                            resource: RESOURCE,
-                            id: id.to_string(),
-                            status: status_text(&status),
-                            reason,
-                        });
+                        break Err(Error::provision_failed(RESOURCE, id, status_text(&status), reason));
                     }
                     // Deletion is asynchronous: other statuses may linger briefly after DeleteHarness.
                     _ => {}
@@ -954,18 +926,18 @@ async fn provision(
                     _ => {
                         let reason = format!("a harness of this name ({id}) is {}", holder.status().as_str());
                         tracing::warn!(harness_id = id, name, reason, "cannot recover the harness name");
-                        return Err(Error::NameConflict { resource: RESOURCE, name: name.to_string(), reason });
+                        return Err(Error::name_conflict(RESOURCE, name, reason));
                     }
                 }
             }
             Err(failure) => return Err(failure.into_error("CreateHarness")),
         }
     }
-    Err(Error::NameConflict {
-        resource: RESOURCE,
-        name: name.to_string(),
-        reason: format!("CreateHarness kept conflicting after {MAX_CREATE_ROUNDS} attempts"),
-    })
+    Err(Error::name_conflict(
+        RESOURCE,
+        name,
+        format!("CreateHarness kept conflicting after {MAX_CREATE_ROUNDS} attempts"),
+    ))
 }
 
 /// A fresh idempotency token (a random UUID v4): a `CreateHarness` sent again with it cannot create twice.

@@ -63,14 +63,27 @@
 
 pub mod artifacts;
 mod command;
+// Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
+#[cfg(not(fuzzing))]
+mod convert;
+#[cfg(fuzzing)]
+#[doc(hidden)]
 pub mod convert;
 #[cfg(feature = "emulator")]
 pub mod emulator;
 pub mod harness;
 mod idle;
 mod provider;
+mod sdk_error;
 mod session_id;
+// Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
+#[cfg(not(fuzzing))]
+mod wire;
+#[cfg(fuzzing)]
+#[doc(hidden)]
 pub mod wire;
+
+mod settings;
 
 pub use artifacts::SessionStorageArtifacts;
 pub use command::{CommandOutput, OutputStream, run_command};

@@ -3,13 +3,15 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::settings::nonzero;
 use async_trait::async_trait;
 use aws_sdk_bedrockagentcore::Client;
-use aws_sdk_bedrockagentcore::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_bedrockagentcore::config::http::HttpResponse;
+use aws_sdk_bedrockagentcore::error::SdkError;
 use aws_sdk_bedrockagentcore::operation::invoke_harness::InvokeHarnessError;
 use aws_sdk_bedrockagentcore::types::error::{InvokeHarnessStreamOutputError, ValidationException};
 use aws_sdk_bedrockagentcore::types::{HarnessBedrockModelConfig, HarnessModelConfiguration};
-use managed_agents_core::settings::nonzero;
+use aws_smithy_types::event_stream::RawMessage;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, LiveEvents, OpenConnection,
     OpenRequest, Provider, RequestResponseConnection, RetryPolicy, TurnInput, TurnResult,
@@ -18,6 +20,7 @@ use managed_agents_core::{
 use crate::convert::stream_event;
 use crate::harness::{ProvisionSettings, harness_id_from_arn};
 use crate::idle::IdleTimer;
+use crate::sdk_error::{self, Part};
 use crate::session_id::{new_session_id, validate_session_id};
 use crate::wire;
 
@@ -218,7 +221,7 @@ impl BedrockAgentCoreBuilder {
             .load()
             .await;
         let builder = Self::new().sdk_config(&config);
-        match managed_agents_core::settings::env_var("AGENTCORE_EXECUTION_ROLE_ARN") {
+        match crate::settings::env_var("AGENTCORE_EXECUTION_ROLE_ARN") {
             Some(role) => builder.provisioning(ProvisionSettings::default().with_execution_role_arn(role)),
             None => builder,
         }
@@ -427,15 +430,6 @@ enum Attempt {
     Fatal(Error),
 }
 
-fn service_error(code: Option<&str>, message: Option<&str>, retryable: bool) -> Error {
-    Error::Provider {
-        provider: "agentcore".into(),
-        kind: code.map(str::to_string),
-        message: message.unwrap_or("the service reported an error").to_string(),
-        retryable,
-    }
-}
-
 /// A `ValidationException` (HTTP or in-stream) with its reason and the fields it names kept in the message:
 /// `"<message> (reason: FieldValidationFailed; fields: messages: <why>, …)"`. Never retried.
 fn validation_error(error: &ValidationException) -> Error {
@@ -449,64 +443,45 @@ fn validation_error(error: &ValidationException) -> Error {
         message.push_str(&format!("; fields: {}", fields.join(", ")));
     }
     message.push(')');
-    service_error(Some("ValidationException"), Some(&message), false)
+    Error::provider("agentcore", Some("ValidationException".into()), message, false)
 }
 
-fn invoke_error(error: SdkError<InvokeHarnessError, aws_sdk_bedrockagentcore::config::http::HttpResponse>) -> Attempt {
-    match error {
-        SdkError::ServiceError(context) => {
-            let status = context.raw().status().as_u16();
-            let error = context.into_err();
-            let retryable = matches!(
-                error,
-                InvokeHarnessError::ThrottlingException(_) | InvokeHarnessError::InternalServerException(_)
-            ) || status >= 500;
-            let typed = match &error {
-                InvokeHarnessError::ValidationException(e) => validation_error(e),
-                _ => service_error(error.code(), error.message(), retryable),
-            };
-            if retryable { Attempt::Retry(typed) } else { Attempt::Fatal(typed) }
-        }
-        error @ (SdkError::DispatchFailure(_) | SdkError::TimeoutError(_)) => Attempt::Retry(Error::Transport {
-            message: format!("could not send InvokeHarness: {}", DisplayErrorContext(&error)),
-            source: None,
-        }),
-        other => Attempt::Fatal(Error::Transport {
-            message: format!("InvokeHarness failed: {}", DisplayErrorContext(&other)),
-            source: None,
-        }),
-    }
+/// A failed `InvokeHarness` request: tried again when the service calls its error temporary, or when the request
+/// got no answer; a `ValidationException` keeps its reason and fields.
+fn invoke_error(error: SdkError<InvokeHarnessError, HttpResponse>) -> Attempt {
+    let may_retry =
+        matches!(error, SdkError::ServiceError(_) | SdkError::DispatchFailure(_) | SdkError::TimeoutError(_));
+    let validation = match error.as_service_error() {
+        Some(InvokeHarnessError::ValidationException(e)) => Some(validation_error(e)),
+        _ => None,
+    };
+    let error = sdk_error::to_error(Part::Request("InvokeHarness"), error);
+    let retry = may_retry && error.is_retryable();
+    let error = validation.unwrap_or(error);
+    if retry { Attempt::Retry(error) } else { Attempt::Fatal(error) }
 }
 
-fn stream_error(
-    error: SdkError<InvokeHarnessStreamOutputError, aws_smithy_types::event_stream::RawMessage>,
-) -> Attempt {
-    match error {
-        // A modelled exception frame: the harness said no. Never retried.
-        SdkError::ServiceError(context) => {
-            let error = context.into_err();
-            // The same names the HTTP errors carry, whatever the frame's own spelling.
-            if let InvokeHarnessStreamOutputError::ValidationException(e) = &error {
-                return Attempt::Fatal(validation_error(e));
-            }
-            let kind = match &error {
-                InvokeHarnessStreamOutputError::InternalServerException(_) => Some("InternalServerException"),
-                InvokeHarnessStreamOutputError::RuntimeClientError(_) => Some("RuntimeClientError"),
-                _ => error.code(),
-            };
-            Attempt::Fatal(service_error(kind, error.message(), false))
-        }
-        // A frame that does not decode (a broken CRC, or a body cut inside a frame): retried like a truncated
-        // stream, reported as malformed if it persists. The frame's bytes are not copied into the error (they
-        // may hold model text the SDK would redact).
-        error @ SdkError::ResponseError(_) => {
-            Attempt::Retry(Error::malformed("event-stream frame", DisplayErrorContext(&error).to_string(), ""))
-        }
-        other => Attempt::Retry(Error::Transport {
-            message: format!("the event stream broke: {}", DisplayErrorContext(&other)),
-            source: None,
-        }),
+/// A failed read of the `InvokeHarness` event stream. A modelled exception frame is the harness's answer: never
+/// retried, and named as the HTTP errors are, whatever the frame's own spelling. Anything else (a frame that does
+/// not decode, a broken connection) is retried like a truncated stream.
+fn stream_error(error: SdkError<InvokeHarnessStreamOutputError, RawMessage>) -> Attempt {
+    let kind = match error.as_service_error() {
+        Some(InvokeHarnessStreamOutputError::ValidationException(e)) => return Attempt::Fatal(validation_error(e)),
+        Some(InvokeHarnessStreamOutputError::InternalServerException(_)) => Some("InternalServerException"),
+        Some(InvokeHarnessStreamOutputError::RuntimeClientError(_)) => Some("RuntimeClientError"),
+        _ => None,
+    };
+    let answered = matches!(error, SdkError::ServiceError(_));
+    let error = sdk_error::to_error(Part::Stream, error);
+    if !answered {
+        return Attempt::Retry(error);
     }
+    Attempt::Fatal(match (kind, error) {
+        (Some(kind), Error::Provider { message, retryable, .. }) => {
+            Error::provider("agentcore", Some(kind.to_string()), message.into_string(), retryable)
+        }
+        (_, error) => error,
+    })
 }
 
 impl AgentCoreConnection {
@@ -538,7 +513,7 @@ impl AgentCoreConnection {
         let idle = self.settings.idle_timeout;
         let limit = self.settings.request_timeout;
         let output = match tokio::time::timeout(limit, call.send()).await {
-            Err(_) => return Err(Attempt::Retry(Error::ResponseTimeout { after: limit })),
+            Err(_) => return Err(Attempt::Retry(Error::response_timeout(limit))),
             Ok(result) => result.map_err(invoke_error)?,
         };
         let mut stream = output.stream;
@@ -548,7 +523,7 @@ impl AgentCoreConnection {
             let next = match timer.run(stream.recv()).await {
                 // After the final `messageStop` the turn is whole: a silence or a broken tail loses nothing.
                 Err(_) if wire::is_complete(&events) => break,
-                Err(_) => return Err(Attempt::Fatal(Error::StreamIdleTimeout { idle })),
+                Err(_) => return Err(Attempt::Fatal(Error::stream_idle_timeout(idle))),
                 Ok(Err(_)) if wire::is_complete(&events) => break,
                 Ok(next) => next.map_err(stream_error)?,
             };
@@ -558,12 +533,12 @@ impl AgentCoreConnection {
             events.push(event);
         }
         if !wire::is_complete(&events) {
-            return Err(Attempt::Retry(Error::Provider {
-                provider: "agentcore".into(),
-                kind: Some("early_termination".into()),
-                message: "the event stream ended before `messageStop`".into(),
-                retryable: true,
-            }));
+            return Err(Attempt::Retry(Error::provider(
+                "agentcore",
+                Some("early_termination".into()),
+                "the event stream ended before `messageStop`",
+                true,
+            )));
         }
         Ok(events)
     }

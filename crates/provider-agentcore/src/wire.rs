@@ -378,13 +378,7 @@ fn user_text(text: &str) -> Result<HarnessMessage, Error> {
 }
 
 /// The messages an input sends: one user text message, or — to resume after tools — the assistant's `toolUse`
-/// blocks echoed (the harness does not keep them) followed by the user's `toolResult` blocks. Without the
-/// previous call's blocks no reasoning can be echoed: see [`messages_after`].
-pub fn messages(input: TurnInput) -> Result<Vec<HarnessMessage>, Error> {
-    messages_after(input, &[])
-}
-
-/// Like [`messages`], echoing the previous call's assistant message ([`assistant_blocks`]) when resuming after
+/// blocks echoed (the harness does not keep them) followed by the user's `toolResult` blocks, echoing the previous call's assistant message ([`assistant_blocks`]) when resuming after
 /// its tool calls: its reasoning blocks (text with signature, redacted bytes) and the answered `toolUse` blocks,
 /// in the order the model produced them, as models with reasoning require. Calls the previous blocks do not
 /// name (a resume on a new connection) follow in call order; reasoning is echoed only when `previous` is the
@@ -451,9 +445,9 @@ pub fn messages_after(input: TurnInput, previous: &[AssistantBlock]) -> Result<V
             }
             Ok(vec![echo, answer.build().map_err(build_error)?])
         }
-        TurnInput::Event(_) => Err(Error::Unsupported { operation: "send_event", provider: "agentcore".into() }),
-        TurnInput::Interrupt => Err(Error::Unsupported { operation: "interrupt", provider: "agentcore".into() }),
-        _ => Err(Error::Unsupported { operation: "this input", provider: "agentcore".into() }),
+        TurnInput::Event(_) => Err(Error::unsupported("send_event", "agentcore")),
+        TurnInput::Interrupt => Err(Error::unsupported("interrupt", "agentcore")),
+        _ => Err(Error::unsupported("this input", "agentcore")),
     }
 }
 
@@ -658,10 +652,13 @@ mod tests {
 
     #[test]
     fn the_resume_echoes_the_calls_before_the_results() {
-        let messages = messages(TurnInput::ToolResults {
-            tool_uses: vec![ToolUse::new("a", "f", json!({"x": 1}))],
-            results: vec![ToolResult::error("a", "nope")],
-        })
+        let messages = messages_after(
+            TurnInput::ToolResults {
+                tool_uses: vec![ToolUse::new("a", "f", json!({"x": 1}))],
+                results: vec![ToolResult::error("a", "nope")],
+            },
+            &[],
+        )
         .unwrap();
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0].role, HarnessConversationRole::Assistant);

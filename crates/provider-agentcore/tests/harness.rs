@@ -94,7 +94,7 @@ async fn create_failed_is_reported_with_its_reason_and_rolled_back() {
     let emulator = emulator().await;
     emulator.fail_next_create("the execution role cannot be assumed");
     let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("failed");
-    let Error::ProvisionFailed { resource, id, status, reason } = &error else { panic!("{error:?}") };
+    let Error::ProvisionFailed { resource, id, status, reason, .. } = &error else { panic!("{error:?}") };
     assert_eq!(*resource, "harness");
     assert_eq!(status, "CREATE_FAILED");
     assert_eq!(reason.as_deref(), Some("the execution role cannot be assumed"));
@@ -114,7 +114,7 @@ async fn budget_expiry_is_reported_with_its_context_and_rolled_back() {
         .expect("provider");
     let started = std::time::Instant::now();
     let error = provider.provision_harness(&spec(), None).await.expect_err("timed out");
-    let Error::ProvisionTimedOut { resource, id, phase, last_status, elapsed, polls } = &error else {
+    let Error::ProvisionTimedOut { resource, id, phase, last_status, elapsed, polls, .. } = &error else {
         panic!("{error:?}")
     };
     assert_eq!(*resource, "harness");
@@ -154,7 +154,7 @@ async fn a_failed_harness_holding_the_name_is_a_typed_conflict() {
     let emulator = emulator().await;
     emulator.seed_harness(&name(), "CREATE_FAILED");
     let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("conflict");
-    let Error::NameConflict { resource, name: taken, reason } = &error else { panic!("{error:?}") };
+    let Error::NameConflict { resource, name: taken, reason, .. } = &error else { panic!("{error:?}") };
     assert_eq!((*resource, taken.as_str()), ("harness", name().as_str()));
     assert!(reason.contains("CREATE_FAILED"), "{reason}");
     assert!(deletes(&emulator).is_empty());

@@ -53,7 +53,7 @@ async fn fetch_decodes_the_base64_and_a_missing_file_is_not_found() {
     assert_eq!(store.fetch("report.md").await.unwrap(), bytes);
     assert!(emulator.commands().last().is_some_and(|c| c.contains("'/mnt/data/report.md'")));
     let missing = store.fetch("other.md").await;
-    assert!(matches!(missing, Err(Error::NotFound { resource: "artifact", ref name }) if name == "other.md"));
+    assert!(matches!(missing, Err(Error::NotFound { resource: "artifact", ref name, .. }) if name == "other.md"));
 }
 
 /// "put chunks base64 appends within the 64KB command cap, then decodes into place". Upstream appended base64 and

@@ -214,20 +214,20 @@ impl ClaudeArtifacts {
 
 /// [`Error::NotFound`] for the artifact `name`.
 fn not_found(name: &str) -> Error {
-    Error::NotFound { resource: "artifact", name: name.to_string() }
+    Error::not_found("artifact", name)
 }
 
 /// The typed refusal of a file the service will not serve.
 fn not_downloadable(name: &str, file_id: &str) -> Error {
-    Error::Provider {
-        provider: "claude".to_string(),
-        kind: Some(NOT_DOWNLOADABLE.to_string()),
-        message: format!(
+    Error::provider(
+        "claude",
+        Some(NOT_DOWNLOADABLE.to_string()),
+        format!(
             "artifact `{name}` (file {file_id}) is not downloadable: the files API serves only files the session \
              wrote under {OUTPUTS_DIR}, not uploaded inputs"
         ),
-        retryable: false,
-    }
+        false,
+    )
 }
 
 /// A string member of a record from the network.

@@ -66,7 +66,7 @@ impl Bootstrap {
 
 /// The `tool@version` mise installs for each runtime: Erlang first, then Elixir (built for the declared Erlang's
 /// major version when there is one: `elixir@<v>-otp-<major>`), then the others in the order given.
-pub fn mise_specs(runtimes: &[Runtime]) -> Vec<String> {
+pub(crate) fn mise_specs(runtimes: &[Runtime]) -> Vec<String> {
     let erlang = runtimes.iter().find(|r| r.lang == "erlang");
     let otp = erlang.map(|r| r.version.split('.').next().unwrap_or(&r.version).to_string());
     let mut specs = Vec::new();
@@ -117,7 +117,7 @@ fn script(specs: &[String]) -> String {
 
 /// Adds [`MISE_HOSTS`] to a limited environment `config`'s `networking.allowed_hosts` (keeping the hosts already
 /// there first, adding each missing one once). A config without limited networking is left alone.
-pub fn allow_mise_hosts(config: &mut Value) {
+pub(crate) fn allow_mise_hosts(config: &mut Value) {
     let Some(networking) = config.get_mut("networking").and_then(Value::as_object_mut) else { return };
     if networking.get("type").and_then(Value::as_str) != Some("limited") {
         return;

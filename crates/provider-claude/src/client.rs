@@ -3,28 +3,28 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::settings::nonzero;
 use managed_agents_core::Error;
 use managed_agents_core::http::{
     Bytes, HeaderValue, HttpClient, HttpOptions, Incoming, Method, Replay, Request, RequestBody, Response, RetryPolicy,
     Secret, read_body,
 };
-use managed_agents_core::settings::nonzero;
 use serde_json::{Value, json};
 
 /// The default API root.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The API version header value.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The managed-agents beta.
-pub const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
+pub(crate) const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
 /// The files beta.
-pub const FILES_BETA: &str = "files-api-2025-04-14";
+pub(crate) const FILES_BETA: &str = "files-api-2025-04-14";
 /// Page size when listing a session's events.
-pub const EVENTS_PAGE_SIZE: u32 = 100;
+pub(crate) const EVENTS_PAGE_SIZE: u32 = 100;
 /// Page size when listing agents, environments, sessions, resources and files.
-pub const LIST_PAGE_SIZE: u32 = 100;
+pub(crate) const LIST_PAGE_SIZE: u32 = 100;
 /// The most pages one `list_all_*` call follows before it gives up (a server that never stops paging).
-pub const MAX_LIST_PAGES: usize = 10_000;
+pub(crate) const MAX_LIST_PAGES: usize = 10_000;
 
 /// How the client reaches the API. Built by [`ClaudeClient::builder`] (or [`ClaudeClient::from_env`]).
 #[derive(Clone)]
@@ -96,7 +96,7 @@ impl ClaudeClientBuilder {
     /// A builder pre-filled from the environment: the API key from `ANTHROPIC_API_KEY` and the API root from
     /// `ANTHROPIC_BASE_URL`, each when set and not blank. Values set afterwards win.
     pub fn from_env() -> Self {
-        let env = managed_agents_core::settings::env_var;
+        let env = crate::settings::env_var;
         Self { base_url: env("ANTHROPIC_BASE_URL"), api_key: env("ANTHROPIC_API_KEY").map(Secret::new), ..Self::new() }
     }
 
@@ -632,7 +632,7 @@ pub(crate) fn excerpt(bytes: &[u8]) -> String {
 }
 
 /// The part content type the upload declares, from the file's extension.
-pub fn content_type(filename: &str) -> &'static str {
+pub(crate) fn content_type(filename: &str) -> &'static str {
     let extension = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
     match extension.as_str() {
         "txt" => "text/plain",

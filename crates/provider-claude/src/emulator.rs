@@ -84,7 +84,8 @@ use managed_agents_core::{Mode, Outcome, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::{ClaudeClient, ClaudeManagedAgents, MANAGED_AGENTS_BETA};
+use crate::client::MANAGED_AGENTS_BETA;
+use crate::{ClaudeClient, ClaudeManagedAgents};
 
 mod records;
 
@@ -429,7 +430,7 @@ impl ClaudeEmulator {
 /// Adds a session-scoped file (an output the agent wrote).
 fn add_output(state: &mut State, session_id: &str, name: &str, bytes: &[u8], created_at: String) -> String {
     let id = state.id("file");
-    let meta = json!({"id": id, "type": "file", "filename": name, "mime_type": crate::content_type(name),
+    let meta = json!({"id": id, "type": "file", "filename": name, "mime_type": crate::client::content_type(name),
         "size_bytes": bytes.len(), "created_at": created_at, "downloadable": true,
         "scope": {"type": "session", "id": session_id}});
     state.files.insert(id.clone(), (meta, Bytes::copy_from_slice(bytes)));
@@ -985,6 +986,8 @@ fn turn_events(state: &mut State, turn: &ScriptTurn, tools: &Value) -> (Vec<Valu
         ScriptStop::Terminated { reason } => json!({"type": reason}),
         ScriptStop::ToolUse if waits_on.is_empty() => return (events, waits_on, split),
         ScriptStop::ToolUse => requires_action(&waits_on, split),
+        // A stop this emulator does not know yet ends the turn plainly.
+        _ => json!({"type": "end_turn"}),
     };
     events.push(stamp(state, json!({"type": "session.status_idle", "stop_reason": stop_reason}), None));
     let awaiting = if turn.stop == ScriptStop::ToolUse { waits_on } else { Vec::new() };
@@ -1336,7 +1339,7 @@ fn upload(state: &Mutex<State>, request: &ReceivedRequest) -> Response<ResponseB
     let mut guard = lock(state);
     let id = guard.id("file");
     let now = guard.now();
-    let mime_type = crate::content_type(&filename);
+    let mime_type = crate::client::content_type(&filename);
     let meta = json!({"id": id, "type": "file", "filename": filename, "mime_type": mime_type,
         "size_bytes": bytes.len(), "created_at": now, "downloadable": guard.options.uploads_downloadable});
     guard.files.insert(id, (meta.clone(), bytes));

@@ -91,7 +91,7 @@ pub fn input_events(input: TurnInput) -> Result<Vec<Value>, Error> {
             .collect(),
         TurnInput::Event(event) => vec![event.to_value()],
         TurnInput::Interrupt => vec![json!({"type": "user.interrupt"})],
-        _ => return Err(Error::Unsupported { operation: "this input", provider: "claude".into() }),
+        _ => return Err(Error::unsupported("this input", "claude")),
     })
 }
 

@@ -75,19 +75,25 @@ mod builder;
 mod client;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+// Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
+#[cfg(not(fuzzing))]
+mod events;
+#[cfg(fuzzing)]
+#[doc(hidden)]
 pub mod events;
+#[cfg(test)]
+mod parity;
 mod provider;
 pub mod provision;
 mod stream;
 mod timestamp;
 
+mod settings;
+
 pub use artifacts::ClaudeArtifacts;
 pub use budget::{BUDGET_REACHED, BudgetReached, SESSION_USAGE, SessionBudget};
 pub use builder::ClaudeManagedAgentsBuilder;
-pub use client::{
-    ANTHROPIC_VERSION, ClaudeClient, ClaudeClientBuilder, ClaudeConfig, DEFAULT_BASE_URL, EVENTS_PAGE_SIZE, FILES_BETA,
-    LIST_PAGE_SIZE, MANAGED_AGENTS_BETA, MAX_LIST_PAGES, content_type,
-};
+pub use client::{ClaudeClient, ClaudeClientBuilder, ClaudeConfig, DEFAULT_BASE_URL};
 pub use provider::ClaudeManagedAgents;
 pub use provision::ClaudeProvisioner;
 pub use stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
@@ -98,3 +104,7 @@ pub use stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
 pub mod fuzzing {
     pub use crate::stream::{Decoded, decode as decode_frame};
 }
+
+// The ported upstream tests in `parity` name the crate as users do.
+#[cfg(test)]
+extern crate self as managed_agents_claude;

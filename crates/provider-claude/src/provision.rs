@@ -205,7 +205,7 @@ pub(crate) fn bare_model(model: &str) -> &str {
 
 /// The create-agent body for `spec` under `name`: bare model id, system prompt, custom tools, description and
 /// metadata when given.
-pub fn agent_body(spec: &AgentSpec, name: &str) -> Result<Value, Error> {
+pub(crate) fn agent_body(spec: &AgentSpec, name: &str) -> Result<Value, Error> {
     let model = spec
         .model
         .as_deref()
@@ -247,6 +247,8 @@ fn wire_config(spec: &EnvironmentSpec) -> Value {
     let networking = match &spec.networking {
         Networking::Unrestricted => json!({"type": "unrestricted"}),
         Networking::Limited { allowed_hosts } => json!({"type": "limited", "allowed_hosts": allowed_hosts}),
+        // A networking mode this provider does not know yet must not open the network: no host is allowed.
+        _ => json!({"type": "limited", "allowed_hosts": []}),
     };
     let mut config = json!({"type": "cloud", "networking": networking});
     if !spec.packages.is_empty() {
@@ -389,7 +391,7 @@ impl ClaudeProvisioner {
             ),
             None => format!("the service answered 409 but no {kind} of that name is listed"),
         };
-        Err(Error::NameConflict { resource: kind.as_str(), name: name.to_string(), reason })
+        Err(Error::name_conflict(kind.as_str(), name, reason))
     }
 
     async fn list(&self, kind: ResourceKind, include_archived: bool) -> Result<Vec<Value>, Error> {

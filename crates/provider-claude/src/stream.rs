@@ -102,12 +102,12 @@ pub fn decode(frame: SseFrame) -> Decoded {
         Ok(value) => value,
         Err(_) if name == Some("error") => {
             // An error the server reports stays an error, even when its body cannot be read.
-            return Decoded::Item(StreamItem::Failed(Error::Provider {
-                provider: "claude".into(),
-                message: "an undecodable error frame on the event stream".into(),
-                kind: None,
-                retryable: false,
-            }));
+            return Decoded::Item(StreamItem::Failed(Error::provider(
+                "claude",
+                None,
+                "an undecodable error frame on the event stream",
+                false,
+            )));
         }
         Err(error) => return undecodable(error.to_string(), frame.data),
     };
@@ -116,12 +116,7 @@ pub fn decode(frame: SseFrame) -> Decoded {
         let kind = error.get("type").and_then(Value::as_str).map(str::to_string);
         let retryable = matches!(kind.as_deref(), Some("overloaded_error" | "api_error" | "rate_limit_error"));
         let message = error.get("message").and_then(Value::as_str).unwrap_or("error on the event stream");
-        return Decoded::Item(StreamItem::Failed(Error::Provider {
-            provider: "claude".into(),
-            message: bounded(message),
-            kind,
-            retryable,
-        }));
+        return Decoded::Item(StreamItem::Failed(Error::provider("claude", kind, bounded(message), retryable)));
     }
     match value {
         Value::Object(mut object) => {

@@ -153,7 +153,7 @@ async fn a_confirmation_deferred_by_one_run_is_given_by_a_new_session() {
     let provider = managed_agents_claude::ClaudeManagedAgents::new(client(&emulator));
     // The default permission defers confirmations; a synchronous run has no one to ask.
     let error = Session::run(&provider, EchoTools, options(agent.clone(), environment.clone())).await.unwrap_err();
-    let managed_agents_core::Error::ApprovalRequired { requests, partial } = error else { panic!("{error:?}") };
+    let managed_agents_core::Error::ApprovalRequired { requests, partial, .. } = error else { panic!("{error:?}") };
     assert_eq!(requests[0].tool_use.kind, ToolKind::Confirmation);
     assert!(emulator.log().confirmations().is_empty());
     // Another process reattaches by id: the call waiting in the history is put to its hook, which allows it.

@@ -5,7 +5,11 @@ use std::time::Duration;
 
 use managed_agents_claude::artifacts::{INPUTS_DIR, NOT_DOWNLOADABLE, OUTPUTS_DIR, input_path, output_path};
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
-use managed_agents_claude::{ClaudeArtifacts, ClaudeClient, ClaudeManagedAgents, FILES_BETA, MANAGED_AGENTS_BETA};
+use managed_agents_claude::{ClaudeArtifacts, ClaudeClient, ClaudeManagedAgents};
+
+/// The beta headers of the wire (wire-claude.md), spelt out: a changed value must show here.
+const FILES_BETA: &str = "files-api-2025-04-14";
+const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
 use managed_agents_conformance::{Script, artifacts_contract};
 use managed_agents_core::Error;
 use managed_agents_core::artifacts::Artifacts;

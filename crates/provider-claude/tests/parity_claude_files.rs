@@ -84,7 +84,7 @@ async fn fetch_of_a_missing_name_is_not_found() {
     let up = Upstream::new().await;
     let missing = up.store.fetch("nope.txt").await;
     assert!(
-        matches!(&missing, Err(Error::NotFound { resource: "artifact", name }) if name == "nope.txt"),
+        matches!(&missing, Err(Error::NotFound { resource: "artifact", name, .. }) if name == "nope.txt"),
         "{missing:?}"
     );
 }

@@ -68,7 +68,7 @@ async fn an_archived_exact_name_is_a_name_conflict() {
     let fx = Fixture::new(100).await;
     let archived = fx.emulator.insert_environment(&format!("data_{}", digest8(&spec1())), true);
     let error = fx.provisioner().ensure_environment(&spec1(), Some("data")).await.unwrap_err();
-    let Error::NameConflict { resource: "environment", name, reason } = error else { panic!("{error:?}") };
+    let Error::NameConflict { resource: "environment", name, reason, .. } = error else { panic!("{error:?}") };
     assert_eq!(name, format!("data_{}", digest8(&spec1())));
     assert!(reason.contains("archived") && reason.contains(&archived), "{reason}");
 }

@@ -143,7 +143,7 @@ async fn a_name_held_by_an_archived_resource_is_a_name_conflict() {
     let archived = fx.emulator.insert_agent(&agent_name(&agent_spec()), true);
     let error = fx.provisioner().ensure_agent(&agent_spec(), None).await.unwrap_err();
     match error {
-        Error::NameConflict { resource: "agent", name, reason } => {
+        Error::NameConflict { resource: "agent", name, reason, .. } => {
             assert_eq!(name, agent_name(&agent_spec()));
             assert!(reason.contains(&archived) && reason.contains("archived"), "{reason}");
         }

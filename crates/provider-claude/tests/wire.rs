@@ -4,7 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions, MALFORMED_FRAME_MARKER, RecordedRequest};
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, MANAGED_AGENTS_BETA, MAX_CONSECUTIVE_MALFORMED_FRAMES};
+use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, MAX_CONSECUTIVE_MALFORMED_FRAMES};
+
+/// The beta header of the wire (wire-claude.md), spelt out: a changed value must show here.
+const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::http::RetryPolicy;

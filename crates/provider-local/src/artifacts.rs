@@ -34,14 +34,9 @@ impl DirectoryArtifacts {
 
 fn io_error(operation: &'static str, name: &str, error: std::io::Error) -> Error {
     if error.kind() == std::io::ErrorKind::NotFound {
-        return Error::NotFound { resource: "artifact", name: name.to_string() };
+        return Error::not_found("artifact", name);
     }
-    Error::Provider {
-        provider: "local".to_string(),
-        kind: Some(format!("io:{operation}")),
-        message: format!("artifact `{name}`: {error}"),
-        retryable: false,
-    }
+    Error::provider("local", Some(format!("io:{operation}")), format!("artifact `{name}`: {error}"), false)
 }
 
 #[async_trait]

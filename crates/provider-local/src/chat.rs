@@ -4,12 +4,12 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::settings::nonzero;
 use async_trait::async_trait;
 use managed_agents_core::http::{
     Bytes, HeaderName, HeaderValue, HttpClient, HttpOptions, Method, Replay, Request, RequestBody, RetryPolicy, Secret,
     SseBody, read_body,
 };
-use managed_agents_core::settings::nonzero;
 use managed_agents_core::{Error, Event, LiveEvents};
 use serde_json::{Value, json};
 
@@ -233,7 +233,7 @@ fn stream_error(error: &Value) -> Error {
         .and_then(Value::as_str)
         .filter(|kind| kind.len() <= 64 && kind.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)))
         .map(str::to_string);
-    Error::Provider { provider: "local".to_string(), kind, message, retryable: false }
+    Error::provider("local", kind, message, false)
 }
 
 /// Reads a non-streamed completion into its parts; a body without `choices[0].message` is malformed.

@@ -223,6 +223,8 @@ fn finish_reason(stop: &ScriptStop) -> &str {
         ScriptStop::EndTurn => "stop",
         ScriptStop::ToolUse => "tool_calls",
         ScriptStop::Terminated { reason } => reason,
+        // A stop this emulator does not know yet ends the turn plainly.
+        _ => "stop",
     }
 }
 
@@ -346,7 +348,7 @@ pub fn conversation_key(body: &Value) -> String {
 
 /// Decodes what a chat request adds to the conversation: the tool results after the last assistant message,
 /// else its last user message (the kickoff when no assistant message exists yet).
-pub fn decode_input(body: &Value) -> RecordedInput {
+pub(crate) fn decode_input(body: &Value) -> RecordedInput {
     let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     let last_assistant = messages.iter().rposition(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
     let trailing = &messages[last_assistant.map_or(0, |i| i + 1)..];

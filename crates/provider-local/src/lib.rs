@@ -61,10 +61,17 @@ mod chat;
 pub mod emulator;
 mod guards;
 mod provider;
+// Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
+#[cfg(not(fuzzing))]
+mod wire;
+#[cfg(fuzzing)]
+#[doc(hidden)]
 pub mod wire;
+
+mod settings;
 
 pub use artifacts::DirectoryArtifacts;
 pub use assemble::ChunkAssembler;
 pub use chat::{ChatBackend, ChatRequest, ChatResponse, HttpChat, HttpChatConfig, parse_completion};
 pub use guards::{DUPLICATE_DIRECTIVE, GuardSettings};
-pub use provider::{DEFAULT_BASE_URL, Local, LocalBuilder, openai_tool, tool_message};
+pub use provider::{DEFAULT_BASE_URL, Local, LocalBuilder};

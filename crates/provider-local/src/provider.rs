@@ -135,7 +135,7 @@ impl LocalBuilder {
     /// A builder holding what the environment sets — `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`
     /// (empty values count as unset) — which later calls may override.
     pub fn from_env() -> Self {
-        let env = managed_agents_core::settings::env_var;
+        let env = crate::settings::env_var;
         Self {
             base_url: env("OPENAI_BASE_URL"),
             api_key: env("OPENAI_API_KEY").map(Secret::new),
@@ -276,7 +276,7 @@ impl LocalBuilder {
 }
 
 /// A tool in the OpenAI function shape.
-pub fn openai_tool(tool: &ToolSchema) -> Value {
+pub(crate) fn openai_tool(tool: &ToolSchema) -> Value {
     let parameters = if tool.input_schema.is_object() { tool.input_schema.clone() } else { json!({"type": "object"}) };
     json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": parameters}})
 }
@@ -395,7 +395,7 @@ struct LocalConnection {
 }
 
 /// The tool message answering `result`; errors are the JSON `{"error": text, "isError": true}`.
-pub fn tool_message(result: &ToolResult) -> Value {
+pub(crate) fn tool_message(result: &ToolResult) -> Value {
     let content =
         if result.is_error { json!({"error": result.text, "isError": true}).to_string() } else { result.text.clone() };
     json!({"role": "tool", "tool_call_id": result.tool_use_id, "content": content})
@@ -423,7 +423,7 @@ impl LocalConnection {
     }
 
     fn unsupported(&self, operation: &'static str) -> Error {
-        Error::Unsupported { operation, provider: "local".into() }
+        Error::unsupported(operation, "local")
     }
 
     fn directive(&mut self, role: &str, text: String) -> Event {

@@ -47,7 +47,7 @@ async fn every_verb_reaches_the_session_directory() {
     assert!(!dir.0.join("report.md").exists());
     let missing = artifacts.delete("missing").await;
     assert!(
-        matches!(&missing, Err(Error::NotFound { resource: "artifact", name }) if name == "missing"),
+        matches!(&missing, Err(Error::NotFound { resource: "artifact", name, .. }) if name == "missing"),
         "{missing:?}"
     );
     let names: Vec<String> = artifacts.list().await.unwrap().into_iter().map(|a| a.name).collect();

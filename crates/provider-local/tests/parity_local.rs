@@ -189,12 +189,7 @@ async fn error_results_are_json_tagged() {
 /// local_test.exs: "chat_fun error surfaces as {:error, reason}".
 #[tokio::test]
 async fn a_chat_error_surfaces_verbatim() {
-    let refused = Error::Provider {
-        provider: "chat".into(),
-        message: "unauthorized".into(),
-        kind: Some("401".into()),
-        retryable: false,
-    };
+    let refused = Error::provider("chat", Some("401".into()), "unauthorized", false);
     let chat = Scripted::new(vec![Err(refused)]);
     let provider = local(&chat);
     let error = open(&provider, None).await.poll_turn(kickoff("x"), LiveEvents::discard()).await.unwrap_err();

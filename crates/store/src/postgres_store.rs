@@ -137,12 +137,7 @@ impl PostgresStore {
     pub async fn from_env() -> Result<Self, Error> {
         match std::env::var(POSTGRES_URL_ENV) {
             Ok(url) if !url.is_empty() => Self::connect(&url).await,
-            _ => Err(Error::Store {
-                operation: "connect",
-                message: format!("{POSTGRES_URL_ENV} is not set"),
-                retryable: false,
-                source: None,
-            }),
+            _ => Err(Error::store_message("connect", format!("{POSTGRES_URL_ENV} is not set"), false)),
         }
     }
 

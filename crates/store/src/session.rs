@@ -112,7 +112,7 @@ static REPLACE_RECORDED: Sql = sql!(
 const RECORD_ROUNDS: usize = 16;
 
 fn lease_lost(external_id: &str) -> Error {
-    Error::LeaseLost { external_id: external_id.to_string() }
+    Error::lease_lost(external_id)
 }
 
 fn encode<T: Serialize + ?Sized>(operation: &'static str, value: &T) -> Result<String, Error> {

@@ -111,12 +111,11 @@ impl SqliteStore {
     pub async fn from_env() -> Result<Self, Error> {
         let path = std::env::var_os(DB_PATH_ENV).filter(|path| !path.is_empty()).map(PathBuf::from);
         let Some(path) = path.or_else(Self::default_path) else {
-            return Err(Error::Store {
-                operation: "open",
-                message: format!("{DB_PATH_ENV} is not set and there is no home directory for the default path"),
-                retryable: false,
-                source: None,
-            });
+            return Err(Error::store_message(
+                "open",
+                format!("{DB_PATH_ENV} is not set and there is no home directory for the default path"),
+                false,
+            ));
         };
         Self::open(path).await
     }

@@ -18,7 +18,7 @@ async fn raw(path: &std::path::Path) -> SqliteConnection {
 fn store_error(result: Result<SqliteStore, Error>) -> (&'static str, String, bool) {
     match result {
         Ok(store) => panic!("expected an error, opened {store:?}"),
-        Err(Error::Store { operation, message, retryable, .. }) => (operation, message, retryable),
+        Err(Error::Store { operation, message, retryable, .. }) => (operation, message.into_string(), retryable),
         Err(other) => panic!("expected Error::Store, got {other:?}"),
     }
 }

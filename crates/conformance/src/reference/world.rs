@@ -65,7 +65,7 @@ impl World {
     }
 
     fn error(&self, message: impl Into<String>) -> Error {
-        Error::Provider { provider: self.provider.to_string(), kind: None, message: message.into(), retryable: false }
+        Error::provider(self.provider, None, message, false)
     }
 
     pub(crate) fn create_session(&mut self) -> String {
@@ -188,9 +188,7 @@ pub(crate) fn deliver(session: &mut SessionRecord, played: &Played) {
     session.redeliver = delivery.redeliver;
     let end = match delivery.end {
         End::Complete => return,
-        End::Break => {
-            StreamItem::Failed(Error::Transport { message: "the stream broke (injected)".into(), source: None })
-        }
+        End::Break => StreamItem::Failed(Error::transport_message("the stream broke (injected)")),
         _ => StreamItem::Closed,
     };
     let _ = stream.send(end);

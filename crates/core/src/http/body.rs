@@ -15,7 +15,7 @@ pub async fn read_body(mut body: Incoming, limit: usize, idle: Duration) -> Resu
     let mut collected = BytesMut::new();
     loop {
         let frame = match tokio::time::timeout(idle, body.frame()).await {
-            Err(_) => return Err(Error::StreamIdleTimeout { idle }),
+            Err(_) => return Err(Error::stream_idle_timeout(idle)),
             Ok(None) => return Ok(collected.freeze()),
             Ok(Some(Err(error))) => return Err(Error::transport("reading the response body failed", error)),
             Ok(Some(Ok(frame))) => frame,
@@ -61,7 +61,7 @@ impl SseBody {
                 return Ok(None);
             }
             let frame = match tokio::time::timeout(self.idle, self.body.frame()).await {
-                Err(_) => return Err(Error::StreamIdleTimeout { idle: self.idle }),
+                Err(_) => return Err(Error::stream_idle_timeout(self.idle)),
                 Ok(Some(Ok(frame))) => frame,
                 Ok(Some(Err(error))) => return Err(Error::transport("the event stream broke", error)),
                 Ok(None) => {

@@ -19,6 +19,7 @@ use crate::RetryPolicy;
 
 /// Which failures a request may be sent again after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Replay {
     /// A read or an idempotent write: retry transport errors, response timeouts and every retryable status.
     Always,
@@ -120,11 +121,9 @@ impl HttpClient {
     pub async fn send(&self, request: Request<RequestBody>, timeout: Duration) -> Result<Response<Incoming>, Error> {
         match tokio::time::timeout(timeout, self.client.request(request)).await {
             Ok(Ok(response)) => Ok(response),
-            Ok(Err(error)) if error.is_connect() => {
-                Err(Error::Connect { message: describe(&error), source: Some(Box::new(error)) })
-            }
+            Ok(Err(error)) if error.is_connect() => Err(Error::connect(describe(&error), error)),
             Ok(Err(error)) => Err(Error::transport(describe(&error), error)),
-            Err(_) => Err(Error::ResponseTimeout { after: timeout }),
+            Err(_) => Err(Error::response_timeout(timeout)),
         }
     }
 

@@ -60,12 +60,7 @@ where
         tokio::time::sleep(pause_limit.mul_f64(fastrand::f64())).await;
         pause_limit = (pause_limit * 2).min(Duration::from_millis(10));
     }
-    Err(Error::Store {
-        operation: "update",
-        message: format!("`{key}` kept changing under {MAX_UPDATE_ATTEMPTS} attempts"),
-        retryable: true,
-        source: None,
-    })
+    Err(Error::store_message("update", format!("`{key}` kept changing under {MAX_UPDATE_ATTEMPTS} attempts"), true))
 }
 
 /// A store in this process's memory (lost when it exits): the default for tests and short-lived programs. Its

@@ -262,12 +262,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             return Step::Continue;
         }
         let message = "the session machine asked for a second wait while one was pending";
-        Step::Feed(Signal::TurnFailed(Error::Provider {
-            provider: "managed-agents".to_string(),
-            kind: Some("internal".to_string()),
-            message: message.to_string(),
-            retryable: false,
-        }))
+        Step::Feed(Signal::TurnFailed(Error::provider("managed-agents", Some("internal".to_string()), message, false)))
     }
 
     /// Delivers a request's end: to the caller of a synchronous run, or as a notification of a live session.
@@ -552,20 +547,20 @@ pub(crate) fn provider_panicked<P: Provider + ?Sized>(
     operation: &str,
     panic: &(dyn std::any::Any + Send),
 ) -> Error {
-    Error::Provider {
-        provider: provider.name().to_string(),
-        kind: Some("panic".to_string()),
-        message: format!("{operation} panicked: {}", panic_message(panic)),
-        retryable: false,
-    }
+    Error::provider(
+        provider.name(),
+        Some("panic".to_string()),
+        format!("{operation} panicked: {}", panic_message(panic)),
+        false,
+    )
 }
 
 fn no_deferred_call(tool_use_id: String) -> Error {
-    Error::NotFound { resource: "deferred tool call", name: tool_use_id }
+    Error::not_found("deferred tool call", tool_use_id)
 }
 
 fn unsupported<P: Provider + ?Sized>(provider: &P, operation: &'static str) -> Error {
-    Error::Unsupported { operation, provider: provider.name().to_string() }
+    Error::unsupported(operation, provider.name())
 }
 
 async fn next_command(live: &mut Option<LiveLink>) -> Option<HandleCommand> {

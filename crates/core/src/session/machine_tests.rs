@@ -284,7 +284,7 @@ fn non_retryable_reconnect_failure_is_reported() {
     let mut machine = Machine::new(config(Mode::Streaming, true));
     machine.handle(Signal::Started);
     machine.handle(Signal::StreamEnded(None));
-    let gone = Error::Http { status: 404, body: "no session".into(), retry_after: None };
+    let gone = Error::http(404, "no session", None);
     assert!(matches!(machine.handle(Signal::ReconnectFailed(gone)).as_slice(), [Command::Fail(_)]));
     assert_eq!(machine.phase(), Phase::Idle);
 }
@@ -338,7 +338,7 @@ fn a_refused_push_fails_the_request_instead_of_looping() {
     let mut machine = Machine::new(config(Mode::Streaming, true));
     machine.handle(Signal::Started);
     machine.handle(Signal::Connected);
-    let refused = Error::Http { status: 400, body: "bad".into(), retry_after: None };
+    let refused = Error::http(400, "bad", None);
     let commands = machine.handle(Signal::DriveFailed(refused));
     assert!(matches!(commands.as_slice(), [Command::Fail(Error::Turn { .. })]), "{commands:?}");
     assert_eq!(machine.phase(), Phase::Idle);
@@ -349,7 +349,7 @@ fn a_failed_push_of_a_message_is_sent_again_after_reconnecting() {
     let mut machine = Machine::new(config(Mode::Streaming, true));
     machine.handle(Signal::Started);
     machine.handle(Signal::Connected);
-    let unsent = Error::Connect { message: "refused".into(), source: None };
+    let unsent = Error::connect_message("refused");
     machine.handle(Signal::DriveFailed(unsent));
     let commands = machine.handle(Signal::Reconnected { pending: vec![], history: vec![], seen_ids: vec![] });
     assert!(matches!(only_drive(&commands), TurnInput::Kickoff { .. }));
@@ -363,7 +363,7 @@ fn a_message_that_may_have_arrived_is_never_sent_twice() {
         let mut machine = Machine::new(MachineConfig { reconnects: true, ..config(Mode::Streaming, live) });
         machine.handle(Signal::Started);
         machine.handle(Signal::Connected);
-        let maybe = Error::Http { status: 500, body: String::new(), retry_after: None };
+        let maybe = Error::http(500, "", None);
         let commands = machine.handle(Signal::DriveFailed(maybe));
         let [Command::Fail(error)] = commands.as_slice() else { panic!("live {live}: {commands:?}") };
         assert!(matches!(error.root(), Error::Http { status: 500, .. }));
@@ -589,15 +589,15 @@ fn sync_reconnect_turned_off_or_unsupported_fails_with_the_stream_error() {
     let mut off = Machine::new(config(Mode::Streaming, false));
     off.handle(Signal::Started);
     off.handle(Signal::Connected);
-    let commands = off.handle(Signal::StreamEnded(Some(Error::StreamIdleTimeout { idle: Duration::from_secs(1) })));
+    let commands = off.handle(Signal::StreamEnded(Some(Error::stream_idle_timeout(Duration::from_secs(1)))));
     let [Command::Fail(error)] = commands.as_slice() else { panic!("{commands:?}") };
     assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }));
 
     let mut on = Machine::new(MachineConfig { reconnects: true, ..config(Mode::Streaming, false) });
     on.handle(Signal::Started);
     on.handle(Signal::Connected);
-    on.handle(Signal::StreamEnded(Some(Error::StreamIdleTimeout { idle: Duration::from_secs(1) })));
-    let unsupported = Error::Unsupported { operation: "reconnect", provider: "p".into() };
+    on.handle(Signal::StreamEnded(Some(Error::stream_idle_timeout(Duration::from_secs(1)))));
+    let unsupported = Error::unsupported("reconnect", "p");
     let commands = on.handle(Signal::ReconnectFailed(unsupported));
     let [Command::Fail(error)] = commands.as_slice() else { panic!("{commands:?}") };
     assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }), "the cause is reported: {error:?}");

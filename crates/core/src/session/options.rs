@@ -338,7 +338,7 @@ impl SessionOptions {
         if let Some(outcome) = &self.outcome {
             outcome.validate()?;
             if !capabilities.outcomes {
-                return Err(Error::OutcomeUnsupported { provider: provider.to_string() });
+                return Err(Error::outcome_unsupported(provider));
             }
         }
         if self.open.model.is_some() && !capabilities.runtime_model {

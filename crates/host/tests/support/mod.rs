@@ -183,7 +183,7 @@ impl SessionStore for Tapped {
     }
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, Error> {
         if self.taps.lose_renewals {
-            return Err(Error::LeaseLost { external_id: lease.external_id.clone() });
+            return Err(Error::lease_lost(lease.external_id.clone()));
         }
         if self.taps.hang_renewals {
             std::future::pending::<()>().await;

@@ -13,7 +13,7 @@ pub(crate) fn store_error(operation: &'static str, error: sqlx::Error) -> Error 
 /// Something read back from the database that this crate did not write (a value that is not JSON, an unknown
 /// status …): never retryable.
 pub(crate) fn corrupt(operation: &'static str, message: String) -> Error {
-    Error::Store { operation, message, retryable: false, source: None }
+    Error::store_message(operation, message, false)
 }
 
 /// Whether trying again can succeed by itself.

@@ -144,16 +144,15 @@ async fn version_in(transaction: &mut Transaction, dialect: Dialect, component: 
 fn check_not_newer(component: &Component, dialect: Dialect, found: i64) -> Result<(), Error> {
     let latest = component.latest(dialect);
     if found > latest {
-        return Err(Error::Store {
-            operation: OPERATION,
-            message: format!(
+        return Err(Error::store_message(
+            OPERATION,
+            format!(
                 "the database holds `{}` tables of schema version {found}, newer than this build's {latest}: \
                  upgrade managed-agents-store",
                 component.name
             ),
-            retryable: false,
-            source: None,
-        });
+            false,
+        ));
     }
     Ok(())
 }

@@ -25,11 +25,8 @@ pub(crate) fn describe(options: &PgConnectOptions) -> String {
 
 /// Parses a connection URL; the error never repeats the URL (it may hold a password).
 pub(crate) fn parse(url: &str) -> Result<PgConnectOptions, Error> {
-    let invalid = |reason: &str| Error::Store {
-        operation: "connect",
-        message: format!("not a valid PostgreSQL connection URL: {reason}"),
-        retryable: false,
-        source: None,
+    let invalid = |reason: &str| {
+        Error::store_message("connect", format!("not a valid PostgreSQL connection URL: {reason}"), false)
     };
     // sqlx takes any scheme; another database's URL is a mistake to report, not a server to try.
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
@@ -65,11 +62,13 @@ pub(crate) fn connect(
         settings.push(("search_path", schema.to_string()));
     }
     let options = options.options(settings);
-    let failed = move |error: sqlx::Error| Error::Store {
-        operation: "connect",
-        message: format!("cannot connect to {target}: {error}"),
-        retryable: is_retryable(&error),
-        source: Some(Box::new(error)),
+    let failed = move |error: sqlx::Error| {
+        let message = format!("cannot connect to {target}: {error}");
+        let mut failed = Error::store("connect", is_retryable(&error), error);
+        if let Error::Store { message: text, .. } = &mut failed {
+            *text = message.into();
+        }
+        failed
     };
     Box::pin(async move {
         // One connection first, to report why it fails (the pool retries until its timeout and then only says

@@ -55,26 +55,16 @@ async fn open_pool(path: &Path, busy_timeout: Duration, max_connections: u32) ->
 
 /// A failure to open `path`, saying which file.
 fn open_error(path: &Path, what: &str, retryable: bool, source: impl Into<managed_agents_core::BoxError>) -> Error {
-    let source = source.into();
-    Error::Store {
-        operation: "open",
-        message: format!("{what} {}: {source}", path.display()),
-        retryable,
-        source: Some(source),
-    }
+    naming(path, what, Error::store("open", retryable, source))
 }
 
 /// A store error met while opening `path`, as an `"open"` error that names the file.
-pub(crate) fn naming(path: &Path, what: &str, error: Error) -> Error {
-    match error {
-        Error::Store { message, retryable, source, .. } => Error::Store {
-            operation: "open",
-            message: format!("{what} {}: {message}", path.display()),
-            retryable,
-            source,
-        },
-        other => other,
+pub(crate) fn naming(path: &Path, what: &str, mut error: Error) -> Error {
+    if let Error::Store { operation, message, .. } = &mut error {
+        *operation = "open";
+        *message = format!("{what} {}: {message}", path.display()).into();
     }
+    error
 }
 
 /// Switches the file to WAL (a no-op when it already is) and returns the journal mode in force. The first

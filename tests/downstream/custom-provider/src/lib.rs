@@ -162,7 +162,7 @@ impl Connection for CannedConnection {
 #[async_trait]
 impl RequestResponseConnection for CannedConnection {
     async fn poll_turn(&mut self, input: TurnInput, live: LiveEvents) -> Result<Vec<Event>, Error> {
-        let unsupported = |operation| Error::Unsupported { operation, provider: Canned::NAME.into() };
+        let unsupported = |operation| Error::unsupported(operation, Canned::NAME);
         match &input {
             TurnInput::Kickoff { .. } | TurnInput::Message { .. } | TurnInput::ToolResults { .. } => {}
             TurnInput::Event(_) => return Err(unsupported("send_event")),
@@ -174,12 +174,7 @@ impl RequestResponseConnection for CannedConnection {
         }
         let mut state = self.provider.state.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(reply) = state.replies.pop_front() else {
-            return Err(Error::Provider {
-                provider: Canned::NAME.into(),
-                kind: None,
-                message: "no reply left".into(),
-                retryable: false,
-            });
+            return Err(Error::provider(Canned::NAME, None, "no reply left", false));
         };
         let mut events = Vec::new();
         for text in &reply.text {

@@ -17,6 +17,8 @@ fn reply(turn: &ScriptTurn) -> Reply {
             ScriptStop::EndTurn => Stop::EndTurn,
             ScriptStop::ToolUse => Stop::ToolUse,
             ScriptStop::Terminated { reason } => Stop::Terminated(reason.clone()),
+            // A stop this provider does not know yet ends the turn plainly.
+            _ => Stop::EndTurn,
         },
         usage: turn.usage.map(|u| (u.input_tokens, u.output_tokens)),
     }
