@@ -14,6 +14,7 @@ const LISTING_DIR: &str = "docs/api";
 
 /// Regenerates every listing; writes them with `update`, else compares them with the committed ones.
 pub fn run(update: bool) -> Result<(), String> {
+    rustdoc_json()?;
     let mut changed = Vec::new();
     for library in PUBLISHED_LIBRARIES {
         let listing = listing(library)?;
@@ -46,7 +47,7 @@ pub fn run(update: bool) -> Result<(), String> {
 /// The listing of one library: its public items, one per line, sorted; blanket impls left out (they follow from
 /// the items and are the standard library's, not ours).
 fn listing(library: &str) -> Result<String, String> {
-    let json = rustdoc_json(library)?;
+    let json = json_target_dir().join("doc").join(format!("{}.json", library.replace('-', "_")));
     let api = public_api::Builder::from_rustdoc_json(&json)
         .omit_blanket_impls(true)
         .build()
@@ -59,21 +60,30 @@ fn listing(library: &str) -> Result<String, String> {
     Ok(text)
 }
 
-/// Builds the rustdoc JSON of `library` with all its features. rustdoc's JSON output is unstable: on the stable
-/// toolchain `RUSTC_BOOTSTRAP=1` unlocks it for this one invocation (its format version must match the pinned
+/// Where the rustdoc JSON is built: a target directory of its own, because cargo fingerprints `RUSTC_BOOTSTRAP`
+/// and would otherwise rebuild the shared directory's dependencies on every switch between this and the other
+/// steps.
+fn json_target_dir() -> PathBuf {
+    target_dir().join("api")
+}
+
+/// Builds the rustdoc JSON of every published library, with all features, in one `cargo doc` (one feature
+/// resolution, so the dependencies are checked once). rustdoc's JSON output is unstable: on the stable toolchain
+/// `RUSTC_BOOTSTRAP=1` unlocks it for this one invocation (its format version must match the pinned
 /// `public-api`, see `xtask/Cargo.toml`).
-fn rustdoc_json(library: &str) -> Result<PathBuf, String> {
-    let status = Command::new(cargo())
+fn rustdoc_json() -> Result<(), String> {
+    let mut command = Command::new(cargo());
+    command
         .current_dir(root())
+        .env("CARGO_TARGET_DIR", json_target_dir())
         .env("RUSTC_BOOTSTRAP", "1")
-        .args(["rustdoc", "--quiet", "-p", library, "--lib", "--all-features", "--"])
-        .args(["-Z", "unstable-options", "--output-format", "json"])
-        .status()
-        .map_err(|e| format!("cannot run cargo rustdoc: {e}"))?;
-    if !status.success() {
-        return Err(format!("cargo rustdoc -p {library} (JSON) exited with {status}"));
+        .env("RUSTDOCFLAGS", "-Z unstable-options --output-format json")
+        .args(["doc", "--quiet", "--no-deps", "--lib", "--all-features"]);
+    for library in PUBLISHED_LIBRARIES {
+        command.args(["-p", library]);
     }
-    Ok(target_dir().join("doc").join(format!("{}.json", library.replace('-', "_"))))
+    let status = command.status().map_err(|e| format!("cannot run cargo doc: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("cargo doc (rustdoc JSON) exited with {status}")) }
 }
 
 /// Prints what a regenerated listing adds and removes.

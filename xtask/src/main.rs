@@ -288,7 +288,7 @@ fn load(args: &[String]) -> Vec<Step> {
     vec![Step::cargo("load", &cargo_args)]
 }
 
-const API_DESCRIBE: &str = "RUSTC_BOOTSTRAP=1 cargo rustdoc -p <each library> --all-features (JSON); public-api";
+const API_DESCRIBE: &str = "RUSTC_BOOTSTRAP=1 cargo doc --no-deps --all-features (rustdoc JSON); public-api";
 
 /// The public surface: each published library's API, regenerated and compared with `docs/api/`.
 fn surface() -> Vec<Step> {
