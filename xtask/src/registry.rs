@@ -25,7 +25,66 @@ pub fn package() -> Vec<Step> {
     for library in LIBRARIES {
         args.extend(["-p", library]);
     }
-    vec![Step::cargo("package the published crates (verified)", &args)]
+    vec![
+        Step::task(
+            "package: forget earlier packings",
+            format!("rm -r $CARGO_HOME/registry/{{src,cache}}/*/managed-agents*-{VERSION}*"),
+            forget_earlier_packings,
+        ),
+        Step::cargo("package the published crates (verified)", &args),
+    ]
+}
+
+/// Forgets what an earlier `cargo package` verified. Verification serves the crates packed before one from a
+/// temporary registry, and cargo takes a registry's version never to change: it does not unpack it again (under
+/// `CARGO_HOME`), and it does not rebuild what it built from it (a registry crate's fingerprint is its version,
+/// not its files). Without this, a second packing of the same version would verify against the first one's
+/// crates. Our crates are on no other registry, so every registry copy of them is such a leftover.
+fn forget_earlier_packings() -> Result<(), String> {
+    let home = match std::env::var_os("CARGO_HOME") {
+        Some(home) => PathBuf::from(home),
+        None => PathBuf::from(std::env::var_os("HOME").ok_or("neither CARGO_HOME nor HOME is set")?).join(".cargo"),
+    };
+    let registry_sources = home.join("registry").join("src");
+    forget_builds_from(&registry_sources)?;
+    for kind in ["src", "cache"] {
+        let Ok(registries) = std::fs::read_dir(home.join("registry").join(kind)) else { continue };
+        for registry in registries.filter_map(Result::ok) {
+            let Ok(entries) = std::fs::read_dir(registry.path()) else { continue };
+            for entry in entries.filter_map(Result::ok) {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !(name.starts_with("managed-agents") && name.contains(&format!("-{VERSION}"))) {
+                    continue;
+                }
+                let path = entry.path();
+                let removed = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+                removed.map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the fingerprints of our crates built from a registry copy under `registry_sources`, so that cargo
+/// rebuilds them: each build's dep-info file (`deps/<crate>-<hash>.d`) names its sources.
+fn forget_builds_from(registry_sources: &Path) -> Result<(), String> {
+    let debug = target_dir().join("debug");
+    let Ok(entries) = std::fs::read_dir(debug.join("deps")) else { return Ok(()) };
+    let marker = registry_sources.display().to_string();
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".d").filter(|stem| stem.starts_with("managed_agents")) else { continue };
+        let built_from_registry = std::fs::read_to_string(entry.path()).is_ok_and(|info| info.contains(&marker));
+        if !built_from_registry {
+            continue;
+        }
+        let fingerprint = debug.join(".fingerprint").join(stem.replace('_', "-"));
+        if fingerprint.exists() {
+            std::fs::remove_dir_all(&fingerprint)
+                .map_err(|e| format!("cannot remove {}: {e}", fingerprint.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The registry check, after [`package`]: unpack, then resolve and test each package of `tests/registry/`.

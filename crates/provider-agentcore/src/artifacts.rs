@@ -26,7 +26,7 @@
 //! alone) into a temporary file renamed into place at the end: a reader never sees half an artifact, and two puts
 //! of one name never share a temporary file. A fetch reads the file a chunk per command; each command reports the
 //! file's inode, size and modification time, and a fetch that sees them change starts again (three attempts in
-//! all, then a retryable `artifact_changed` error). Exit code [`NOT_FOUND_EXIT`] is a missing artifact; any other
+//! all, then a retryable `artifact_changed` error). Exit code 66 is a missing artifact; any other
 //! non-zero exit is an error carrying the exit code and the start of stderr, never the bytes of a file.
 //!
 //! The commands need a POSIX shell with GNU coreutils and findutils (`base64`, `stat -c`, `find -printf`), as
