@@ -185,11 +185,9 @@ fn features() -> Vec<Step> {
     steps
 }
 
-/// The packages under `tests/downstream/`: each is checked as a user builds it (`cargo check`: normal
-/// dependencies only), then its tests run (a session against an emulator). They share the workspace's target
-/// directory and start from its lockfile.
-fn downstream() -> Result<Vec<Step>, String> {
-    let dir = root().join("tests/downstream");
+/// The packages (directories with a `Cargo.toml`) in `dir` (relative to the root), sorted; none is an error.
+fn packages_in(dir: &str) -> Result<Vec<PathBuf>, String> {
+    let dir = root().join(dir);
     let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     let mut packages: Vec<PathBuf> =
         entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.join("Cargo.toml").is_file()).collect();
@@ -197,6 +195,14 @@ fn downstream() -> Result<Vec<Step>, String> {
     if packages.is_empty() {
         return Err(format!("no package in {}", dir.display()));
     }
+    Ok(packages)
+}
+
+/// The packages under `tests/downstream/`: each is checked as a user builds it (`cargo check`: normal
+/// dependencies only), then its tests run (a session against an emulator). They share the workspace's target
+/// directory and start from its lockfile.
+fn downstream() -> Result<Vec<Step>, String> {
+    let packages = packages_in("tests/downstream")?;
     let target = target_dir().display().to_string();
     let mut steps = Vec::new();
     for package in packages {

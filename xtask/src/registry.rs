@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::{Action, LIBRARIES, Step, cargo, root, target_dir};
+use crate::{Action, LIBRARIES, Step, cargo, packages_in, root, target_dir};
 
 /// The version every crate of the workspace has (they are versioned together: docs/releasing.md).
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -95,7 +95,7 @@ pub fn registry() -> Result<Vec<Step>, String> {
         unpack,
     )];
     let target = target_dir().display().to_string();
-    for package in packages()? {
+    for package in packages_in(REGISTRY_DIR)? {
         let name = package.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let manifest = package.join("Cargo.toml").display().to_string();
         steps.push(Step {
@@ -121,19 +121,6 @@ pub fn registry() -> Result<Vec<Step>, String> {
         );
     }
     Ok(steps)
-}
-
-/// The packages under `tests/registry/`, sorted.
-fn packages() -> Result<Vec<PathBuf>, String> {
-    let dir = root().join(REGISTRY_DIR);
-    let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-    let mut packages: Vec<PathBuf> =
-        entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.join("Cargo.toml").is_file()).collect();
-    packages.sort();
-    if packages.is_empty() {
-        return Err(format!("no package in {}", dir.display()));
-    }
-    Ok(packages)
 }
 
 /// The start of every patch file.
