@@ -432,7 +432,7 @@ impl ClaudeClient {
         self.get(&format!("/v1/sessions/{}/events", encode(session_id)), query).await
     }
 
-    /// Every event of a session, oldest first: pages of [`EVENTS_PAGE_SIZE`] until `next_page` is absent,
+    /// Every event of a session, oldest first: pages of 100 events until `next_page` is absent,
     /// empty or one already followed (a cycle).
     pub async fn list_all_events(&self, session_id: &str) -> Result<Vec<Value>, Error> {
         let path = format!("/v1/sessions/{}/events", encode(session_id));

@@ -28,7 +28,6 @@
 //!   [`artifacts::INPUTS_DIR`].
 //! * [`bootstrap`]: the script and instructions that install an environment's declared runtimes with mise.
 //! * [`SessionBudget`] / [`BudgetReached`]: a session spend cap and the report of its expiry.
-//! * [`events`]: building and interpreting the event vocabulary.
 //! * `emulator` feature: [`emulator::ClaudeEmulator`], a Managed Agents server on loopback that plays a
 //!   conformance script with faults — host-side tool calls included, asking for confirmation as the agent's
 //!   permission policies say — and [`emulator::ClaudeBackend`] to run the conformance suite.

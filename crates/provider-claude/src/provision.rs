@@ -231,7 +231,7 @@ pub(crate) fn agent_body(spec: &AgentSpec, name: &str) -> Result<Value, Error> {
 
 /// The environment `config` for `spec`: its `config` verbatim when given; otherwise a cloud environment with the
 /// spec's networking and packages. Runtimes never reach the wire, but when there are some and the networking is
-/// limited, the hosts their bootstrap needs are allowed ([`allow_mise_hosts`]).
+/// limited, the hosts their bootstrap needs are allowed ([`crate::bootstrap::MISE_HOSTS`]).
 pub fn environment_config(spec: &EnvironmentSpec) -> Value {
     let mut config = wire_config(spec);
     if !spec.runtimes.is_empty() {
