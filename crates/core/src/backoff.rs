@@ -49,13 +49,17 @@ pub struct RetryPolicy {
 }
 
 impl Default for RetryPolicy {
-    /// 3 retries: about 1 s, 2 s, 4 s (minus up to 20 % jitter), never more than 60 s.
+    /// [`RetryPolicy::DEFAULT`].
     fn default() -> Self {
-        Self { max_retries: 3, initial: Duration::from_secs(1), max: Duration::from_secs(60), jitter: 0.2 }
+        Self::DEFAULT
     }
 }
 
 impl RetryPolicy {
+    /// 3 retries: about 1 s, 2 s, 4 s (minus up to 20 % jitter), never more than 60 s.
+    pub const DEFAULT: Self =
+        Self { max_retries: 3, initial: Duration::from_secs(1), max: Duration::from_secs(60), jitter: 0.2 };
+
     /// No retries.
     pub const fn none() -> Self {
         Self { max_retries: 0, initial: Duration::ZERO, max: Duration::ZERO, jitter: 0.0 }

@@ -150,6 +150,7 @@ pub mod conversation;
 mod error;
 mod event;
 mod handler;
+mod http_settings;
 mod info;
 pub mod ledger;
 mod outcome;
@@ -172,6 +173,7 @@ pub use error::{
 };
 pub use event::{Event, TEXT_DELTA_TYPE};
 pub use handler::{Handler, NoTools, ToolFn, ToolFnWithInfo, ToolOutput, tool_fn, tool_fn_with_info};
+pub use http_settings::{HttpOptions, HttpSettings, HttpVersion, env_var};
 pub use info::SessionInfo;
 pub use outcome::{MAX_OUTCOME_ITERATIONS, Outcome};
 pub use provider::{

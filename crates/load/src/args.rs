@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use managed_agents_core::EventRetention;
-use managed_agents_core::http::{HttpOptions, HttpVersion};
+use managed_agents_core::{HttpOptions, HttpVersion};
 
 use crate::soak::SoakConfig;
 

@@ -1,7 +1,7 @@
 //! The `long` mode: one live Claude session whose one request streams N events (tool turns of ~100 events
 //! each), its heap sampled every 10,000 events, once per event retention.
 
-use managed_agents_core::http::HttpOptions;
+use managed_agents_core::HttpOptions;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 

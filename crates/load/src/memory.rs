@@ -12,7 +12,7 @@
 //! connections besides each session's stream; the sockets per session are printed to show it. The session loop's
 //! own share (task, machine, channels, handle, handler) is the parked session less the connection.
 
-use managed_agents_core::http::HttpOptions;
+use managed_agents_core::HttpOptions;
 use std::sync::Arc;
 
 use managed_agents_core::{EventRetention, OpenConnection, OpenRequest, Provider, SessionOptions, StreamItem};

@@ -1,7 +1,7 @@
 //! The `run` mode: N concurrent live sessions, each doing its tool turns and parking, then a follow-up message
 //! to all of them.
 
-use managed_agents_core::http::HttpOptions;
+use managed_agents_core::HttpOptions;
 use std::sync::Arc;
 use std::time::Instant;
 

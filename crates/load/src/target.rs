@@ -6,7 +6,7 @@ use aws_config::{BehaviorVersion, Region};
 use aws_credential_types::Credentials;
 use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_claude::ClaudeManagedAgents;
-use managed_agents_core::http::HttpOptions;
+use managed_agents_core::HttpOptions;
 use managed_agents_core::{Provider, SessionOptions};
 use managed_agents_local::Local;
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use managed_agents_core::Error;
-use managed_agents_core::http::{HttpOptions, RetryPolicy};
 use managed_agents_core::provision::ProvisionStore;
+use managed_agents_core::{HttpOptions, RetryPolicy};
 
 use crate::{ClaudeClientBuilder, ClaudeManagedAgents};
 
@@ -111,7 +111,7 @@ impl ClaudeManagedAgentsBuilder {
 
 #[cfg(test)]
 mod tests {
-    use managed_agents_core::http::HttpVersion;
+    use managed_agents_core::HttpVersion;
 
     use super::*;
 

@@ -6,9 +6,9 @@ use std::time::Duration;
 use crate::settings::nonzero;
 use managed_agents_core::Error;
 use managed_agents_core::http::{
-    Bytes, HeaderValue, HttpClient, HttpOptions, Incoming, Method, Replay, Request, RequestBody, Response, RetryPolicy,
-    Secret, read_body,
+    Bytes, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, Secret, read_body,
 };
+use managed_agents_core::{HttpOptions, RetryPolicy};
 use serde_json::{Value, json};
 
 /// The default API root.

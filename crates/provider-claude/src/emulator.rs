@@ -78,8 +78,9 @@ use managed_agents_conformance::{
     Backend, BackendCapabilities, Delivery, End, Fault, FaultCase, FaultOutcome, Harness, InputLog, ProviderSettings,
     RecordedInput, Script, ScriptPlayer, ScriptStop, ScriptToolCall, ScriptTurn, Scripts, host_tool_output,
 };
+use managed_agents_core::RetryPolicy;
 use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
-use managed_agents_core::http::{Bytes, HeaderValue, Method, Response, RetryPolicy, StatusCode};
+use managed_agents_core::http::{Bytes, HeaderValue, Method, Response, StatusCode};
 use managed_agents_core::{Mode, Outcome, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;

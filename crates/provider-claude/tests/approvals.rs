@@ -9,8 +9,8 @@ use managed_agents_claude::ClaudeClient;
 use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
+use managed_agents_core::RetryPolicy;
 use managed_agents_core::approval::{AllowAll, Decision, permission_fn};
-use managed_agents_core::http::RetryPolicy;
 use managed_agents_core::{Session, SessionOptions, ToolKind};
 use serde_json::{Value, json};
 

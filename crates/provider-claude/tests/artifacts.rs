@@ -12,8 +12,9 @@ const FILES_BETA: &str = "files-api-2025-04-14";
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
 use managed_agents_conformance::{Script, artifacts_contract};
 use managed_agents_core::Error;
+use managed_agents_core::RetryPolicy;
 use managed_agents_core::artifacts::Artifacts;
-use managed_agents_core::http::{Method, RetryPolicy, StatusCode};
+use managed_agents_core::http::{Method, StatusCode};
 use serde_json::json;
 
 /// An emulator, a client on it, and an agent and environment to open sessions with.

@@ -14,9 +14,10 @@ use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_claude::{ClaudeArtifacts, ClaudeClient};
 use managed_agents_conformance::Script;
 use managed_agents_core::Error;
+use managed_agents_core::RetryPolicy;
 use managed_agents_core::artifacts::Artifacts;
+use managed_agents_core::http::StatusCode;
 use managed_agents_core::http::server::{LoopbackServer, json_response};
-use managed_agents_core::http::{RetryPolicy, StatusCode};
 use serde_json::json;
 
 fn client(base_url: String) -> ClaudeClient {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use managed_agents_claude::emulator::{ClaudeEmulator, RecordedRequest};
 use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptTurn, Scripts};
-use managed_agents_core::http::RetryPolicy;
+use managed_agents_core::RetryPolicy;
 use managed_agents_core::{Session, SessionOptions, SessionResult, tool_fn};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;

@@ -9,7 +9,8 @@ use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_claude::provision::{ClaudeProvisioner, Origin, ResourceKind};
 use managed_agents_claude::{BudgetReached, ClaudeClient, ClaudeManagedAgents, SessionBudget};
 use managed_agents_conformance::{Script, ScriptTurn};
-use managed_agents_core::http::{Method, RetryPolicy, StatusCode};
+use managed_agents_core::RetryPolicy;
+use managed_agents_core::http::{Method, StatusCode};
 use managed_agents_core::provision::{self, MemoryStore, ProvisionStore};
 use managed_agents_core::{
     AgentSpec, EnvironmentSpec, Error, Provider, Session, SessionOptions, Terminal, ToolSchema, tool_fn,

@@ -10,7 +10,7 @@ use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, MAX_CONSECUTIVE_M
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
-use managed_agents_core::http::RetryPolicy;
+use managed_agents_core::RetryPolicy;
 use managed_agents_core::{Error, Notification, ReconnectPolicy, Session, SessionOptions, Terminal};
 use serde_json::{Value, json};
 

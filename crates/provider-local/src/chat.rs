@@ -7,10 +7,10 @@ use std::time::Duration;
 use crate::settings::nonzero;
 use async_trait::async_trait;
 use managed_agents_core::http::{
-    Bytes, HeaderName, HeaderValue, HttpClient, HttpOptions, Method, Replay, Request, RequestBody, RetryPolicy, Secret,
-    SseBody, read_body,
+    Bytes, HeaderName, HeaderValue, HttpClient, Method, Replay, Request, RequestBody, Secret, SseBody, read_body,
 };
 use managed_agents_core::{Error, Event, LiveEvents};
+use managed_agents_core::{HttpOptions, RetryPolicy};
 use serde_json::{Value, json};
 
 use crate::assemble::ChunkAssembler;

@@ -52,8 +52,9 @@ use managed_agents_conformance::{
     Backend, BackendCapabilities, Delivery, End, Fault, FaultCase, FaultOutcome, Harness, InputLog, ProviderSettings,
     RecordedInput, Script, ScriptPlayer, ScriptStop, ScriptTurn, Scripts,
 };
+use managed_agents_core::RetryPolicy;
 use managed_agents_core::http::server::{Claim, LoopbackServer, Pacing, ReceivedRequest, ResponseBody, json_response};
-use managed_agents_core::http::{Bytes, Method, Response, RetryPolicy, StatusCode};
+use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
 use managed_agents_core::{Mode, Provider, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 

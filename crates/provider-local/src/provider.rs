@@ -6,13 +6,14 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use managed_agents_core::http::{HttpOptions, RetryPolicy, Secret};
+use managed_agents_core::http::Secret;
 use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, LiveEvents, OpenConnection,
     OpenRequest, Provider, Reconnected, RequestResponseConnection, ToolResult, ToolSchema, ToolUse, TurnInput,
     TurnResult,
 };
+use managed_agents_core::{HttpOptions, RetryPolicy};
 use serde_json::{Value, json};
 
 use crate::chat::{ChatBackend, ChatRequest, HttpChat, HttpChatConfig};

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptToolCall, ScriptTurn};
-use managed_agents_core::http::{RetryPolicy, SseDecoder};
+use managed_agents_core::RetryPolicy;
+use managed_agents_core::http::SseDecoder;
 use managed_agents_core::{Error, Session, SessionOptions, TerminalReason, tool_fn};
 use managed_agents_local::emulator::{ChatEmulator, chunks};
 use managed_agents_local::{ChunkAssembler, GuardSettings, Local};

@@ -12,10 +12,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::body::read_body;
-use super::options::{HttpOptions, HttpVersion};
 use super::retry::{retry_after, should_retry_header};
 use crate::Error;
 use crate::RetryPolicy;
+use crate::http_settings::{HttpOptions, HttpVersion};
 
 /// Which failures a request may be sent again after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,7 +226,7 @@ mod version_tests {
 
     use super::HttpClient;
     use crate::http::server::{LoopbackServer, empty_response};
-    use crate::http::{HttpOptions, HttpVersion};
+    use crate::http_settings::{HttpOptions, HttpVersion};
 
     async fn version_spoken(version: HttpVersion) -> Version {
         let server = LoopbackServer::start(|_| async { empty_response(StatusCode::NO_CONTENT) }).await.unwrap();

@@ -6,17 +6,13 @@
 
 mod body;
 mod client;
-mod options;
 mod retry;
 #[cfg(feature = "http-server")]
 pub mod server;
 pub mod sse;
 
-/// The retry policy lives at the crate root (it needs no HTTP); re-exported here for the HTTP client's users.
-pub use crate::RetryPolicy;
 pub use body::{MAX_EVENT_BYTES, SseBody, read_body};
 pub use client::{HttpClient, Replay, RequestBody, Secret, validate_base_url};
-pub use options::{HttpOptions, HttpVersion};
 pub use retry::{retry_after, should_retry_header};
 pub use sse::{SseDecoder, SseFrame};
 

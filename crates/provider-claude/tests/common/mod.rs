@@ -8,7 +8,7 @@ use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_claude::provision::ClaudeProvisioner;
 use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::Script;
-use managed_agents_core::http::RetryPolicy;
+use managed_agents_core::RetryPolicy;
 use managed_agents_core::provision::MemoryStore;
 use serde_json::Value;
 
