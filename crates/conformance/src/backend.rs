@@ -182,8 +182,9 @@ impl<P: ?Sized> Harness<P> {
 
 /// Starts a provider against something that plays a [`Script`]: an emulator on loopback, or an in-memory fake.
 ///
-/// Implement it once per provider; the [`conformance_suite!`](crate::conformance_suite) macro then stamps one
-/// test per scenario.
+/// Implement it once per provider: [`Backend::capabilities`] and [`Backend::launch`]; the rest is built on
+/// them. Then run the suite with [`Suite`](crate::Suite) (or stamp tests with
+/// [`conformance_suite!`](crate::conformance_suite)).
 #[async_trait]
 pub trait Backend: Send + Sync {
     /// The provider under test.
@@ -192,22 +193,30 @@ pub trait Backend: Send + Sync {
     /// What the backend can do.
     fn capabilities(&self) -> BackendCapabilities;
 
-    /// Starts a backend playing `script` and a provider pointed at it.
-    async fn start(&self, script: Script) -> Harness<Self::Provider>;
-
-    /// Like [`Backend::start`], with the provider configured as `settings` asks. The default ignores the
-    /// settings; a backend that declares [`FaultCase::Stall`] must honour
+    /// Starts a backend playing `scripts` and a provider pointed at it, configured as `settings` asks.
+    ///
+    /// `scripts` is one script shared by every session unless the backend declares
+    /// [`per_session_scripts`](BackendCapabilities::per_session_scripts); a backend that plays only a shared
+    /// script takes it with [`Scripts::into_shared`]. A backend that declares [`FaultCase::Stall`] must honour
     /// [`ProviderSettings::idle_timeout`].
-    async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<Self::Provider> {
-        let _ = settings;
-        self.start(script).await
+    async fn launch(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<Self::Provider>;
+
+    /// [`Backend::launch`] with one shared `script` and no setting.
+    async fn start(&self, script: Script) -> Harness<Self::Provider> {
+        self.launch(script.into(), &ProviderSettings::new()).await
     }
 
-    /// Starts a backend that gives each session its own script ([`Scripts::per_session`]) and a provider pointed
-    /// at it; `None` (the default) when it cannot. A backend that declares
-    /// [`per_session_scripts`](BackendCapabilities::per_session_scripts) must return one.
+    /// [`Backend::launch`] with one shared `script`.
+    async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<Self::Provider> {
+        self.launch(script.into(), settings).await
+    }
+
+    /// [`Backend::launch`] with a script per session ([`Scripts::per_session`]); `None` when the backend does not
+    /// declare [`per_session_scripts`](BackendCapabilities::per_session_scripts).
     async fn start_per_session(&self, scripts: Scripts) -> Option<Harness<Self::Provider>> {
-        let _ = scripts;
-        None
+        if !self.capabilities().per_session_scripts {
+            return None;
+        }
+        Some(self.launch(scripts, &ProviderSettings::new()).await)
     }
 }

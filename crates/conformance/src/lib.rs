@@ -43,7 +43,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use managed_agents_conformance::{
-//!     Backend, BackendCapabilities, Harness, Script, async_trait, reference::StreamingReference,
+//!     Backend, BackendCapabilities, Harness, ProviderSettings, Scripts, async_trait,
+//!     reference::StreamingReference,
 //! };
 //! use managed_agents_core::{Mode, SessionOptions};
 //!
@@ -64,9 +65,10 @@
 //!             .with_resume_pending()
 //!     }
 //!
-//!     async fn start(&self, script: Script) -> Harness<StreamingReference> {
-//!         // A real backend starts its emulator on 127.0.0.1 with `script`, points the provider at it,
-//!         // and keeps the server alive with `Harness::keep_alive`.
+//!     async fn launch(&self, scripts: Scripts, _: &ProviderSettings) -> Harness<StreamingReference> {
+//!         // A real backend starts its emulator on 127.0.0.1 playing `scripts` (see `emulator`), points the
+//!         // provider at it, and keeps the server alive with `Harness::keep_alive`.
+//!         let script = scripts.into_shared().expect("no per-session scripts declared");
 //!         let provider = StreamingReference::new(script);
 //!         let log = provider.log();
 //!         Harness::new(Arc::new(provider), SessionOptions::new(), log)
@@ -116,6 +118,8 @@ mod approvals;
 pub mod artifacts_contract;
 mod backend;
 mod delivery;
+#[cfg(feature = "emulator")]
+pub mod emulator;
 pub mod faults;
 mod harness;
 mod log;

@@ -66,6 +66,15 @@ impl Scripts {
     pub fn is_per_session(&self) -> bool {
         matches!(self.0, Source::PerSession(_))
     }
+
+    /// The script every session shares; `None` for [`Scripts::per_session`] (which a backend gets only when it
+    /// declares [`per_session_scripts`](crate::BackendCapabilities::per_session_scripts)).
+    pub fn into_shared(self) -> Option<Script> {
+        match self.0 {
+            Source::Shared(script) => Some(script),
+            Source::PerSession(_) => None,
+        }
+    }
 }
 
 impl From<Script> for Scripts {

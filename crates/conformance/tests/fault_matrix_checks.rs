@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use managed_agents_conformance::reference::{StreamingReference, StreamingReferenceBackend};
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Script, block_on, scenarios,
+    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Scripts, block_on, scenarios,
 };
 
 /// The streaming reference, declaring `outcome` for every fault it injects, optionally with reconnecting turned
@@ -24,12 +24,8 @@ impl Backend for Misdeclared {
         StreamingReferenceBackend.capabilities().with_faults(&faults, self.outcome)
     }
 
-    async fn start(&self, script: Script) -> Harness<StreamingReference> {
-        self.start_with(script, &ProviderSettings::new()).await
-    }
-
-    async fn start_with(&self, script: Script, _: &ProviderSettings) -> Harness<StreamingReference> {
-        let mut harness = StreamingReferenceBackend.start(script).await;
+    async fn launch(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<StreamingReference> {
+        let mut harness = StreamingReferenceBackend.launch(scripts, settings).await;
         if self.no_reconnect {
             harness.options = harness.options.reconnect_runs(false);
         }

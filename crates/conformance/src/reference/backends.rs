@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use managed_agents_core::{Mode, SessionOptions};
 
 use super::{RequestResponseReference, StreamingReference};
-use crate::{Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, Script};
+use crate::{Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Script, Scripts};
 
 /// Runs the suite against [`StreamingReference`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -30,8 +30,8 @@ impl Backend for StreamingReferenceBackend {
             )
     }
 
-    async fn start(&self, script: Script) -> Harness<StreamingReference> {
-        let provider = StreamingReference::new(script);
+    async fn launch(&self, scripts: Scripts, _: &ProviderSettings) -> Harness<StreamingReference> {
+        let provider = StreamingReference::new(shared(scripts));
         let log = provider.log();
         Harness::new(Arc::new(provider), SessionOptions::new(), log)
     }
@@ -54,9 +54,14 @@ impl Backend for RequestResponseReferenceBackend {
             .with_fault(FaultCase::DuplicateEvents, FaultOutcome::Recovers)
     }
 
-    async fn start(&self, script: Script) -> Harness<RequestResponseReference> {
-        let provider = RequestResponseReference::new(script);
+    async fn launch(&self, scripts: Scripts, _: &ProviderSettings) -> Harness<RequestResponseReference> {
+        let provider = RequestResponseReference::new(shared(scripts));
         let log = provider.log();
         Harness::new(Arc::new(provider), SessionOptions::new(), log)
     }
+}
+
+/// The one script a reference backend plays (neither declares per-session scripts).
+fn shared(scripts: Scripts) -> Script {
+    scripts.into_shared().expect("a reference backend is given a shared script only")
 }

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use downstream_custom_provider::{Canned, Reply, Stop};
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, Harness, InputLog, RecordedInput, Script, ScriptStop, ScriptTurn, async_trait,
+    Backend, BackendCapabilities, Harness, InputLog, ProviderSettings, RecordedInput, ScriptStop, ScriptTurn, Scripts,
+    async_trait,
 };
 use managed_agents_core::{Mode, SessionOptions, TurnInput};
 
@@ -45,7 +46,8 @@ impl Backend for CannedBackend {
         BackendCapabilities::new(Mode::RequestResponse).with_provider(Canned::CAPABILITIES)
     }
 
-    async fn start(&self, script: Script) -> Harness<Canned> {
+    async fn launch(&self, scripts: Scripts, _: &ProviderSettings) -> Harness<Canned> {
+        let script = scripts.into_shared().expect("no per-session scripts declared");
         let log = InputLog::new();
         let recorder = log.clone();
         let provider = Canned::new(script.turns.iter().map(reply)).observe(move |input| {
