@@ -5,7 +5,6 @@
 //!
 //! This file holds one test: the allocator counts the whole process, so nothing may run beside it.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 
@@ -17,6 +16,9 @@ use managed_agents_core::{
 use serde_json::json;
 
 mod counting;
+mod queued;
+
+use queued::Queued;
 
 #[global_allocator]
 static ALLOCATOR: counting::Counting = counting::Counting;
@@ -31,9 +33,7 @@ struct ToolTurns;
 
 struct ToolTurnsConnection {
     turn: u64,
-    next_id: u64,
-    queued: VecDeque<StreamItem>,
-    wake: Arc<tokio::sync::Notify>,
+    queued: Queued,
 }
 
 #[async_trait]
@@ -43,9 +43,7 @@ impl Provider for ToolTurns {
     }
 
     async fn open(&self, _: OpenRequest) -> Result<OpenConnection, Error> {
-        let queued = VecDeque::from([StreamItem::Connected]);
-        let wake = Arc::new(tokio::sync::Notify::new());
-        Ok(OpenConnection::Streaming(Box::new(ToolTurnsConnection { turn: 0, next_id: 0, queued, wake })))
+        Ok(OpenConnection::Streaming(Box::new(ToolTurnsConnection { turn: 0, queued: Queued::new() })))
     }
 
     fn normalize(&self, events: &[Event]) -> TurnResult {
@@ -67,40 +65,25 @@ impl Connection for ToolTurnsConnection {
     }
 }
 
-impl ToolTurnsConnection {
-    fn queue(&mut self, kind: &str, text: &str) {
-        self.next_id += 1;
-        let value = json!({"type": kind, "id": format!("evt_{:08}", self.next_id), "text": text});
-        if let Ok(event) = Event::from_value(value) {
-            self.queued.push_back(StreamItem::Event(event));
-        }
-    }
-}
-
 #[async_trait]
 impl StreamingConnection for ToolTurnsConnection {
     async fn push(&mut self, _: TurnInput) -> Result<(), Error> {
         self.turn += 1;
         for _ in 0..EVENTS_PER_TURN - 2 {
-            self.queue("agent.message", "a few words of the answer");
+            self.queued.event("agent.message", "a few words of the answer");
         }
         if self.turn < TURNS {
-            self.queue("tool_use", "");
+            self.queued.event("tool_use", "");
         } else {
-            self.queue("agent.message", "done");
+            self.queued.event("agent.message", "done");
         }
-        self.queue("session.status_idle", "");
-        self.wake.notify_one();
+        self.queued.event("session.status_idle", "");
+        self.queued.ready();
         Ok(())
     }
 
     async fn next_item(&mut self) -> StreamItem {
-        loop {
-            if let Some(item) = self.queued.pop_front() {
-                return item;
-            }
-            self.wake.notified().await;
-        }
+        self.queued.next().await
     }
 
     fn is_turn_boundary(&self, event: &Event) -> bool {

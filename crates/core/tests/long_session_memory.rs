@@ -2,18 +2,18 @@
 //! the bytes held (allocated minus freed) after 1,000 requests and after 10,000; what the session remembers to
 //! drop redeliveries is a window, results are handed over and not kept.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use managed_agents_core::{
     Connection, Error, Event, NoTools, OpenConnection, OpenRequest, Provider, Reconnected, SeenIds, StreamItem,
     StreamingConnection, Terminal, TurnInput, TurnResult,
 };
 use managed_agents_core::{Session, SessionOptions};
-use serde_json::json;
+use std::sync::Arc;
 
 mod counting;
+mod queued;
+
+use queued::Queued;
 
 #[global_allocator]
 static ALLOCATOR: counting::Counting = counting::Counting;
@@ -23,9 +23,7 @@ static ALLOCATOR: counting::Counting = counting::Counting;
 struct Echo;
 
 struct EchoConnection {
-    next_id: u64,
-    queued: VecDeque<StreamItem>,
-    wake: Arc<tokio::sync::Notify>,
+    queued: Queued,
 }
 
 #[async_trait]
@@ -35,9 +33,7 @@ impl Provider for Echo {
     }
 
     async fn open(&self, _: OpenRequest) -> Result<OpenConnection, Error> {
-        let queued = VecDeque::from([StreamItem::Connected]);
-        let wake = Arc::new(tokio::sync::Notify::new());
-        Ok(OpenConnection::Streaming(Box::new(EchoConnection { next_id: 0, queued, wake })))
+        Ok(OpenConnection::Streaming(Box::new(EchoConnection { queued: Queued::new() })))
     }
 
     fn normalize(&self, events: &[Event]) -> TurnResult {
@@ -59,22 +55,14 @@ impl Connection for EchoConnection {
 impl StreamingConnection for EchoConnection {
     async fn push(&mut self, _: TurnInput) -> Result<(), Error> {
         for kind in ["agent.message", "session.status_idle"] {
-            self.next_id += 1;
-            let value = json!({"type": kind, "id": format!("evt_{:08}", self.next_id)});
-            let event = Event::from_value(value).map_err(|_| Error::malformed("event", "not an object", ""))?;
-            self.queued.push_back(StreamItem::Event(event));
+            self.queued.event(kind, "");
         }
-        self.wake.notify_one();
+        self.queued.ready();
         Ok(())
     }
 
     async fn next_item(&mut self) -> StreamItem {
-        loop {
-            if let Some(item) = self.queued.pop_front() {
-                return item;
-            }
-            self.wake.notified().await;
-        }
+        self.queued.next().await
     }
 
     fn is_turn_boundary(&self, event: &Event) -> bool {
