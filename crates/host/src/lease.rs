@@ -1,5 +1,5 @@
-//! Taking a conversation's lease (in this process, then in the store), keeping it renewed while a request runs,
-//! and noticing when it is lost.
+//! Taking a conversation's lease (in this process, then in the store) as patiently as the [`BusyPolicy`] says,
+//! keeping it renewed while a request runs, and noticing when it is lost.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -12,7 +12,27 @@ use tokio::sync::{OwnedMutexGuard, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::settings::BusyPolicy;
+/// How long a sender waits for a busy conversation by default.
+pub const DEFAULT_BUSY_WAIT: Duration = Duration::from_secs(60);
+
+/// What a sender does when another worker drives the conversation (its lease is valid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BusyPolicy {
+    /// Answer [`Error::Busy`] at once.
+    FailFast,
+    /// Try again, backing off from 10 ms to 500 ms between attempts, for at most `max`; then [`Error::Busy`].
+    Wait {
+        /// The longest wait.
+        max: Duration,
+    },
+}
+
+impl Default for BusyPolicy {
+    fn default() -> Self {
+        Self::Wait { max: DEFAULT_BUSY_WAIT }
+    }
+}
 
 /// The first pause between two attempts to take a busy lease; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);
