@@ -6,8 +6,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use managed_agents_core::Error;
 use managed_agents_core::conversation::{Lease, SessionStore};
+use managed_agents_core::{Backoff, Error};
 use tokio::sync::{OwnedMutexGuard, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -34,10 +34,9 @@ impl Default for BusyPolicy {
     }
 }
 
-/// The first pause between two attempts to take a busy lease; it doubles up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(10);
-/// The longest pause between two attempts to take a busy lease.
-const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// The pauses between two attempts to take a busy lease: from 10 ms, doubling up to 500 ms, each shortened by a
+/// random share of up to half (a little jitter keeps waiting workers from asking in step).
+const BUSY_BACKOFF: Backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500)).with_jitter(0.5);
 
 /// One async lock per conversation this process is driving: the store's lease is re-entrant for its holder,
 /// so the tasks of one host take turns here first.
@@ -77,7 +76,7 @@ impl LeaseRequest<'_> {
             None => local.try_lock_owned().map_err(|_| busy())?,
             Some(deadline) => tokio::time::timeout_at(deadline, local.lock_owned()).await.map_err(|_| busy())?,
         };
-        let mut pause = FIRST_BACKOFF;
+        let mut attempt = 0u32;
         loop {
             // The lease runs from the moment it was asked for (the store may date it from the start of its
             // statement): counting from the answer would believe it valid for longer than it is.
@@ -90,10 +89,8 @@ impl LeaseRequest<'_> {
             if now >= deadline {
                 return Err(busy());
             }
-            // A little jitter keeps waiting workers from asking in step.
-            let jittered = pause.mul_f64(0.5 + fastrand::f64() * 0.5);
-            tokio::time::sleep(jittered.min(deadline - now)).await;
-            pause = (pause * 2).min(MAX_BACKOFF);
+            attempt = attempt.saturating_add(1);
+            tokio::time::sleep(BUSY_BACKOFF.delay(attempt, fastrand::f64()).min(deadline - now)).await;
         }
     }
 }
@@ -236,5 +233,20 @@ impl Renewal {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pauses of the loop this backoff replaced: 10 ms doubling up to 500 ms, each shortened by at most half.
+    #[test]
+    fn busy_pauses_double_from_10_ms_to_500_ms_and_keep_at_least_half() {
+        let pauses: Vec<u128> = (1..=8).map(|attempt| BUSY_BACKOFF.delay(attempt, 0.0).as_millis()).collect();
+        assert_eq!(pauses, [10, 20, 40, 80, 160, 320, 500, 500]);
+        assert_eq!(BUSY_BACKOFF.delay(3, 1.0), Duration::from_millis(20));
+        assert_eq!(BUSY_BACKOFF.delay(u32::MAX, 0.5), Duration::from_millis(375));
+        assert!(BUSY_BACKOFF.validate().is_ok());
     }
 }
