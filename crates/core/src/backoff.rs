@@ -119,6 +119,34 @@ fn fraction(value: f64) -> f64 {
     if value.is_nan() { 0.0 } else { value.clamp(0.0, 1.0) }
 }
 
+/// The setters of a policy with a `backoff: Backoff` field, the same on every policy: `with_backoff`, and
+/// `with_initial`, `with_max` and `with_jitter` forwarding to the [`Backoff`] methods of those names.
+macro_rules! backoff_setters {
+    () => {
+        /// With `backoff` between attempts.
+        pub const fn with_backoff(mut self, backoff: Backoff) -> Self {
+            self.backoff = backoff;
+            self
+        }
+
+        /// With the first delay `initial` ([`Backoff::with_initial`]).
+        pub const fn with_initial(self, initial: Duration) -> Self {
+            self.with_backoff(self.backoff.with_initial(initial))
+        }
+
+        /// With the largest delay `max` ([`Backoff::with_max`]).
+        pub const fn with_max(self, max: Duration) -> Self {
+            self.with_backoff(self.backoff.with_max(max))
+        }
+
+        /// With `jitter` as the random fraction of each delay ([`Backoff::with_jitter`]; clamped to `[0, 1]`
+        /// when used).
+        pub const fn with_jitter(self, jitter: f64) -> Self {
+            self.with_backoff(self.backoff.with_jitter(jitter))
+        }
+    };
+}
+
 /// When and how long to wait before sending a request again: a [`Backoff`] between retries, honouring a server's
 /// `retry-after` (capped at the backoff's `max`).
 ///
@@ -152,27 +180,7 @@ impl RetryPolicy {
         self
     }
 
-    /// With `backoff` between attempts.
-    pub const fn with_backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff;
-        self
-    }
-
-    /// With the first delay `initial` ([`Backoff::with_initial`]).
-    pub const fn with_initial(self, initial: Duration) -> Self {
-        self.with_backoff(self.backoff.with_initial(initial))
-    }
-
-    /// With the largest delay `max` ([`Backoff::with_max`]).
-    pub const fn with_max(self, max: Duration) -> Self {
-        self.with_backoff(self.backoff.with_max(max))
-    }
-
-    /// With `jitter` as the random fraction of each delay ([`Backoff::with_jitter`]; clamped to `[0, 1]` when
-    /// used).
-    pub const fn with_jitter(self, jitter: f64) -> Self {
-        self.with_backoff(self.backoff.with_jitter(jitter))
-    }
+    backoff_setters!();
 
     /// Whether a response with `status` is worth retrying: 408, 409, 425, 429 and every 5xx (Anthropic's 529
     /// "overloaded" included).
@@ -225,26 +233,7 @@ impl ReconnectPolicy {
         Self { backoff: Backoff::new(Duration::ZERO, Duration::ZERO), max_attempts: Some(0) }
     }
 
-    /// With `backoff` between attempts.
-    pub const fn with_backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff;
-        self
-    }
-
-    /// With the first delay `initial` ([`Backoff::with_initial`]).
-    pub const fn with_initial(self, initial: Duration) -> Self {
-        self.with_backoff(self.backoff.with_initial(initial))
-    }
-
-    /// With the largest delay `max` ([`Backoff::with_max`]).
-    pub const fn with_max(self, max: Duration) -> Self {
-        self.with_backoff(self.backoff.with_max(max))
-    }
-
-    /// With `jitter` as the random fraction of each delay ([`Backoff::with_jitter`]).
-    pub const fn with_jitter(self, jitter: f64) -> Self {
-        self.with_backoff(self.backoff.with_jitter(jitter))
-    }
+    backoff_setters!();
 
     /// With at most `max_attempts` attempts in a row (`None`: no limit).
     pub const fn with_max_attempts(mut self, max_attempts: Option<u32>) -> Self {
