@@ -167,7 +167,7 @@ mod usage;
 /// The attribute for implementing [`Provider`], [`Connection`] (and its two kinds) and [`Handler`] with `async fn`s
 /// (re-exported from the `async-trait` crate, so providers and handlers need no dependency of their own).
 pub use async_trait::async_trait;
-pub use backoff::RetryPolicy;
+pub use backoff::{Backoff, RetryPolicy};
 pub use error::{
     BoxError, Error, ErrorText, MAX_DISPLAYED_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_MALFORMED_RAW_BYTES, RawInput,
 };

@@ -1,23 +1,22 @@
 //! The host: one request at a time per conversation, whichever process sends it.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::time::Instant;
 
-use managed_agents_core::approval::{Decision, Permission};
+use managed_agents_core::approval::Decision;
 use managed_agents_core::conversation::{
     Conversation, ConversationFilter, ConversationStatus, SessionStore, StoredApproval,
 };
 use managed_agents_core::ledger;
-use managed_agents_core::{AgentHandle, Error, Handler, Provider, Session, SessionOptions, SessionResult, ToolUse};
+use managed_agents_core::{Error, Handler, Provider, Session, SessionOptions, SessionResult, ToolUse};
 use serde_json::{Map, Value};
 
-use crate::lease::{HeldLease, LeaseRequest, Locks};
-use crate::live::Attachments;
+use crate::attachments::Attachments;
+use crate::lease::{BusyPolicy, HeldLease, LeaseRequest};
 use crate::opened::Opened;
 use crate::permission::HostPermission;
-use crate::settings::{BusyPolicy, HostBuilder};
+use crate::state::HostState;
 
 /// Drives conversations keyed by an external id over a [`SessionStore`]. Cheap to clone (the clones share
 /// everything); safe to use from many tasks, and from many processes over one durable store.
@@ -25,7 +24,7 @@ use crate::settings::{BusyPolicy, HostBuilder};
 /// See the [crate documentation](crate) for what each call does with the lease, the ledger and approvals.
 #[derive(Clone)]
 pub struct Host {
-    inner: Arc<Inner>,
+    inner: Arc<HostState>,
 }
 
 impl std::fmt::Debug for Host {
@@ -39,21 +38,6 @@ impl std::fmt::Debug for Host {
     }
 }
 
-pub(crate) struct Inner {
-    pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) store: Arc<dyn SessionStore>,
-    pub(crate) handler: Arc<dyn Handler>,
-    pub(crate) agent: Option<AgentHandle>,
-    pub(crate) options: SessionOptions,
-    pub(crate) permission: Arc<dyn Permission>,
-    pub(crate) holder: String,
-    pub(crate) lease_ttl: Duration,
-    pub(crate) busy: BusyPolicy,
-    pub(crate) keep_attached: Option<Duration>,
-    pub(crate) locks: Locks,
-    pub(crate) attachments: Attachments,
-}
-
 /// What one request does.
 pub(crate) enum Request {
     /// Delivers a user message (opening the conversation, with this metadata, when it is new).
@@ -63,14 +47,11 @@ pub(crate) enum Request {
 }
 
 impl Host {
-    /// A builder for a host running conversations on `provider`, keeping them in `store`, with `handler`
-    /// running the custom tools.
-    pub fn builder(provider: Arc<dyn Provider>, store: impl SessionStore, handler: impl Handler) -> HostBuilder {
-        HostBuilder::new(provider, Arc::new(store), Arc::new(handler))
-    }
+    // `Host::builder` is with the builder, in `settings.rs`.
 
-    pub(crate) fn from_inner(inner: Inner) -> Self {
-        Self { inner: Arc::new(inner) }
+    /// The host sharing `state` (checked by [`HostBuilder::build`](crate::HostBuilder::build)).
+    pub(crate) fn from_state(state: HostState) -> Self {
+        Self { inner: Arc::new(state) }
     }
 
     /// This worker's name in leases.

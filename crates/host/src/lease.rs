@@ -1,23 +1,42 @@
-//! Taking a conversation's lease (in this process, then in the store), keeping it renewed while a request runs,
-//! and noticing when it is lost.
+//! Taking a conversation's lease (in this process, then in the store) as patiently as the [`BusyPolicy`] says,
+//! keeping it renewed while a request runs, and noticing when it is lost.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use managed_agents_core::Error;
 use managed_agents_core::conversation::{Lease, SessionStore};
+use managed_agents_core::{Backoff, Error};
 use tokio::sync::{OwnedMutexGuard, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::settings::BusyPolicy;
+/// How long a sender waits for a busy conversation by default.
+pub const DEFAULT_BUSY_WAIT: Duration = Duration::from_secs(60);
 
-/// The first pause between two attempts to take a busy lease; it doubles up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(10);
-/// The longest pause between two attempts to take a busy lease.
-const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// What a sender does when another worker drives the conversation (its lease is valid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BusyPolicy {
+    /// Answer [`Error::Busy`] at once.
+    FailFast,
+    /// Try again, backing off from 10 ms to 500 ms between attempts, for at most `max`; then [`Error::Busy`].
+    Wait {
+        /// The longest wait.
+        max: Duration,
+    },
+}
+
+impl Default for BusyPolicy {
+    fn default() -> Self {
+        Self::Wait { max: DEFAULT_BUSY_WAIT }
+    }
+}
+
+/// The pauses between two attempts to take a busy lease: from 10 ms, doubling up to 500 ms, each shortened by a
+/// random share of up to half (a little jitter keeps waiting workers from asking in step).
+const BUSY_BACKOFF: Backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500)).with_jitter(0.5);
 
 /// One async lock per conversation this process is driving: the store's lease is re-entrant for its holder,
 /// so the tasks of one host take turns here first.
@@ -57,7 +76,7 @@ impl LeaseRequest<'_> {
             None => local.try_lock_owned().map_err(|_| busy())?,
             Some(deadline) => tokio::time::timeout_at(deadline, local.lock_owned()).await.map_err(|_| busy())?,
         };
-        let mut pause = FIRST_BACKOFF;
+        let mut attempt = 0u32;
         loop {
             // The lease runs from the moment it was asked for (the store may date it from the start of its
             // statement): counting from the answer would believe it valid for longer than it is.
@@ -70,10 +89,8 @@ impl LeaseRequest<'_> {
             if now >= deadline {
                 return Err(busy());
             }
-            // A little jitter keeps waiting workers from asking in step.
-            let jittered = pause.mul_f64(0.5 + fastrand::f64() * 0.5);
-            tokio::time::sleep(jittered.min(deadline - now)).await;
-            pause = (pause * 2).min(MAX_BACKOFF);
+            attempt = attempt.saturating_add(1);
+            tokio::time::sleep(BUSY_BACKOFF.delay(attempt, fastrand::f64()).min(deadline - now)).await;
         }
     }
 }
@@ -216,5 +233,20 @@ impl Renewal {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pauses of the loop this backoff replaced: 10 ms doubling up to 500 ms, each shortened by at most half.
+    #[test]
+    fn busy_pauses_double_from_10_ms_to_500_ms_and_keep_at_least_half() {
+        let pauses: Vec<u128> = (1..=8).map(|attempt| BUSY_BACKOFF.delay(attempt, 0.0).as_millis()).collect();
+        assert_eq!(pauses, [10, 20, 40, 80, 160, 320, 500, 500]);
+        assert_eq!(BUSY_BACKOFF.delay(3, 1.0), Duration::from_millis(20));
+        assert_eq!(BUSY_BACKOFF.delay(u32::MAX, 0.5), Duration::from_millis(375));
+        assert!(BUSY_BACKOFF.validate().is_ok());
     }
 }

@@ -94,14 +94,15 @@
 //! [`Host::send_with_metadata`]), [`Host::terminate`] and [`Host::delete`] (which also drops the transcript and
 //! the pending approvals), the last two under the lease.
 
+mod attachments;
 mod host;
 mod lease;
 mod live;
 mod opened;
 mod permission;
 mod settings;
+mod state;
 
 pub use host::Host;
-pub use settings::{
-    BusyPolicy, DEFAULT_BUSY_WAIT, DEFAULT_LEASE_TTL, HostBuilder, MAX_LEASE_TTL, MIN_LEASE_TTL, default_holder,
-};
+pub use lease::{BusyPolicy, DEFAULT_BUSY_WAIT};
+pub use settings::{DEFAULT_LEASE_TTL, HostBuilder, MAX_LEASE_TTL, MIN_LEASE_TTL, default_holder};

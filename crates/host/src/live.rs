@@ -6,61 +6,19 @@
 //! and takes the following messages. A call the permission hook defers detaches it: the host cannot keep a
 //! person's answer waiting in one process's memory when it may come from any process.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use managed_agents_core::approval::ApprovalRequest;
-use managed_agents_core::conversation::{Conversation, ConversationStatus};
+use managed_agents_core::conversation::ConversationStatus;
 use managed_agents_core::{Error, Notification, Session, SessionHandle, SessionResult, Terminal, TerminalReason};
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 
+use crate::attachments::{Attached, Slot};
 use crate::host::{Host, Request};
-use crate::lease::HeldLease;
-use crate::settings::BusyPolicy;
-
-/// The conversations this host keeps attached, each behind a lock its requests take in turn.
-#[derive(Default)]
-pub(crate) struct Attachments(Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>);
-
-/// One conversation's place: its attachment, if any, and a count of its requests (an idle timer that finds the
-/// count changed was overtaken by a newer request).
-#[derive(Default)]
-pub(crate) struct Slot {
-    attached: Option<Attached>,
-    generation: u64,
-}
-
-/// A live session kept with its lease.
-struct Attached {
-    handle: SessionHandle,
-    lease: HeldLease,
-    record: Conversation,
-}
-
-impl Attachments {
-    fn slot(&self, external_id: &str) -> Arc<tokio::sync::Mutex<Slot>> {
-        let mut slots = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(slots.entry(external_id.to_string()).or_default())
-    }
-
-    fn existing(&self, external_id: &str) -> Option<Arc<tokio::sync::Mutex<Slot>>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).get(external_id).cloned()
-    }
-
-    fn forget_if_empty(&self, external_id: &str, slot: &Slot) {
-        if slot.attached.is_none() {
-            let mut slots = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            // Only when no one else holds or waits for it (the caller's guard and the map hold two references).
-            if slots.get(external_id).is_some_and(|held| Arc::strong_count(held) <= 2) {
-                slots.remove(external_id);
-            }
-        }
-    }
-}
+use crate::lease::BusyPolicy;
 
 /// What a live session's next notification meant for the request.
 enum Next {

@@ -1,4 +1,4 @@
-//! How a host is configured: the builder, the busy policy, the default holder name.
+//! How a host is configured: the builder (and [`Host::builder`]), the lease limits, the default holder name.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,8 +7,9 @@ use managed_agents_core::approval::{DefaultPermission, Permission};
 use managed_agents_core::conversation::SessionStore;
 use managed_agents_core::{AgentHandle, Error, Handler, Provider, SessionOptions};
 
-use crate::host::{Host, Inner};
-use crate::lease::Locks;
+use crate::host::Host;
+use crate::lease::{BusyPolicy, Locks};
+use crate::state::HostState;
 
 /// The default lease time to live: 30 s, renewed every 10 s while a request runs.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -16,28 +17,6 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 pub const MIN_LEASE_TTL: Duration = Duration::from_millis(300);
 /// The longest lease time to live a host accepts: a day (a dead worker would hold its conversations that long).
 pub const MAX_LEASE_TTL: Duration = Duration::from_secs(86_400);
-/// How long a sender waits for a busy conversation by default.
-pub const DEFAULT_BUSY_WAIT: Duration = Duration::from_secs(60);
-
-/// What a sender does when another worker drives the conversation (its lease is valid).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum BusyPolicy {
-    /// Answer [`Error::Busy`] at once.
-    FailFast,
-    /// Try again, backing off from 10 ms to 500 ms between attempts, for at most `max`; then [`Error::Busy`].
-    Wait {
-        /// The longest wait.
-        max: Duration,
-    },
-}
-
-impl Default for BusyPolicy {
-    fn default() -> Self {
-        Self::Wait { max: DEFAULT_BUSY_WAIT }
-    }
-}
-
 /// Configures a [`Host`]; made by [`Host::builder`]. It never reads the environment; [`HostBuilder::build`]
 /// checks every setting.
 pub struct HostBuilder {
@@ -67,8 +46,16 @@ impl std::fmt::Debug for HostBuilder {
     }
 }
 
+impl Host {
+    /// A builder for a host running conversations on `provider`, keeping them in `store`, with `handler`
+    /// running the custom tools.
+    pub fn builder(provider: Arc<dyn Provider>, store: impl SessionStore, handler: impl Handler) -> HostBuilder {
+        HostBuilder::new(provider, Arc::new(store), Arc::new(handler))
+    }
+}
+
 impl HostBuilder {
-    pub(crate) fn new(provider: Arc<dyn Provider>, store: Arc<dyn SessionStore>, handler: Arc<dyn Handler>) -> Self {
+    fn new(provider: Arc<dyn Provider>, store: Arc<dyn SessionStore>, handler: Arc<dyn Handler>) -> Self {
         Self {
             provider,
             store,
@@ -167,7 +154,7 @@ impl HostBuilder {
             None => default_holder(),
         };
         self.options.validate(self.provider.name(), self.provider.capabilities())?;
-        Ok(Host::from_inner(Inner {
+        Ok(Host::from_state(HostState {
             provider: self.provider,
             store: self.store,
             handler: self.handler,

@@ -38,6 +38,7 @@ mod error;
 mod names;
 mod restart;
 mod server;
+mod state;
 mod tool;
 mod transport;
 

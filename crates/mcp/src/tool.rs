@@ -5,18 +5,18 @@ use std::sync::Arc;
 use managed_agents_core::tools::DynTool;
 use managed_agents_core::{SessionInfo, ToolOutput, ToolSchema, ToolUse, async_trait};
 
-use crate::server::Inner;
+use crate::state::ServerState;
 
 /// A tool of an MCP server: the model calls it by its prefixed name; the call goes to the server under the
 /// tool's own name.
 pub(crate) struct McpTool {
-    server: Arc<Inner>,
+    server: Arc<ServerState>,
     schema: ToolSchema,
     remote: String,
 }
 
 impl McpTool {
-    pub(crate) fn new(server: Arc<Inner>, schema: ToolSchema, remote: String) -> Self {
+    pub(crate) fn new(server: Arc<ServerState>, schema: ToolSchema, remote: String) -> Self {
         Self { server, schema, remote }
     }
 }

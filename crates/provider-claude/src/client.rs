@@ -680,7 +680,7 @@ mod tests {
         let no_connect = HttpOptions::new().connect_timeout(Duration::ZERO);
         assert_eq!(option(base().http_options(no_connect).build()), "http_options");
         let mut jitter = RetryPolicy::default();
-        jitter.jitter = f64::NAN;
+        jitter.backoff.jitter = f64::NAN;
         assert!(matches!(base().retry(jitter).build(), Err(Error::InvalidOption { .. })));
         let extreme = base().request_timeout(Duration::MAX).idle_timeout(Duration::MAX).build().unwrap();
         assert_eq!(extreme.idle_timeout(), Duration::MAX);
