@@ -1,12 +1,13 @@
 //! Conformance backends for the reference providers.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use managed_agents_core::{Mode, SessionOptions};
+use managed_agents_core::Mode;
 
-use super::{RequestResponseReference, StreamingReference};
-use crate::{Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, Script};
+use super::request_response::RequestResponseReference;
+use super::streaming::StreamingReference;
+use crate::backend::{Backend, BackendCapabilities, Harness};
+use crate::faults::{FaultCase, FaultOutcome};
+use crate::script::Script;
 
 /// Runs the suite against [`StreamingReference`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -31,9 +32,7 @@ impl Backend for StreamingReferenceBackend {
     }
 
     async fn start(&self, script: Script) -> Harness<StreamingReference> {
-        let provider = StreamingReference::new(script);
-        let log = provider.log();
-        Harness::new(Arc::new(provider), SessionOptions::new(), log)
+        StreamingReference::new(script).into_harness()
     }
 }
 
@@ -55,8 +54,6 @@ impl Backend for RequestResponseReferenceBackend {
     }
 
     async fn start(&self, script: Script) -> Harness<RequestResponseReference> {
-        let provider = RequestResponseReference::new(script);
-        let log = provider.log();
-        Harness::new(Arc::new(provider), SessionOptions::new(), log)
+        RequestResponseReference::new(script).into_harness()
     }
 }
