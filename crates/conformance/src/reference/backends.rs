@@ -6,7 +6,7 @@ use managed_agents_core::Mode;
 use super::request_response::RequestResponseReference;
 use super::streaming::StreamingReference;
 use crate::backend::{Backend, BackendCapabilities, Harness};
-use crate::faults::{FaultCase, FaultOutcome};
+use crate::fault_case::{FaultCase, FaultOutcome};
 use crate::script::Script;
 
 /// Runs the suite against [`StreamingReference`].
