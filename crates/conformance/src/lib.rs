@@ -17,8 +17,10 @@
 //! * [`Suite`]: **the way to run the suite** — a test harness of its own (`harness = false`): one test per
 //!   scenario and backend, named `<label>::<scenario>`; a scenario your backend lacks the capability for shows
 //!   as *ignored* with the reason in cargo's own output and summary.
-//! * [`conformance_suite!`]: the alternative inside the standard harness: it stamps one `#[test]` per scenario
-//!   plus `conformance_completeness`, but libtest counts a skip as `ok` and the reason only reaches stderr.
+//! * [`conformance_suite!`]: for a crate that must keep the standard harness. It stamps one `#[test]` per
+//!   scenario plus `conformance_completeness`; since libtest cannot report a skip, a skipped scenario *fails*
+//!   unless the invocation declares it (`skip: [...]`, then it shows as ignored), and the completeness test
+//!   fails when the declared list is not what the capabilities skip. No skip passes for a pass.
 //! * [`support`]: handlers and counters for scenarios (and for tests of code on top of the session loop).
 //! * [`store_contract`]: the checks every provisioning store must pass; [`artifacts_contract`], every session
 //!   artifact store.
