@@ -7,7 +7,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use managed_agents_core::{Mode, Provider, SessionOptions};
 
-use crate::{FaultCase, FaultOutcome, InputLog, Script, Scripts};
+use crate::fault_case::{FaultCase, FaultOutcome};
+use crate::log::InputLog;
+use crate::player::Scripts;
+use crate::script::Script;
 
 /// What a backend can do, selecting the scenarios that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,8 +186,8 @@ impl<P: ?Sized> Harness<P> {
 /// Starts a provider against something that plays a [`Script`]: an emulator on loopback, or an in-memory fake.
 ///
 /// Implement it once per provider: [`Backend::capabilities`] and [`Backend::launch`]; the rest is built on
-/// them. Then run the suite with [`Suite`](crate::Suite) (or stamp tests with
-/// [`conformance_suite!`](crate::conformance_suite)).
+/// them. The [`Suite`](crate::Suite) then runs every scenario against it, one test each (see the crate docs
+/// for a complete `tests/conformance.rs`).
 #[async_trait]
 pub trait Backend: Send + Sync {
     /// The provider under test.

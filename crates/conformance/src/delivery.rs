@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::Fault;
+use crate::script::Fault;
 
 /// How a response carrying one turn ends, once its faults are applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

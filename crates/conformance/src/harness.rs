@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Completion, Trial};
 
+use crate::backend::Backend;
 use crate::scenarios::{self, Verdict};
-use crate::{Backend, block_on};
 
 /// The conformance suite over one or more backends, run as a `harness = false` integration test.
 ///
@@ -79,4 +79,15 @@ impl Suite {
     pub fn run(self) -> ExitCode {
         libtest_mimic::run(&Arguments::from_args(), self.trials).exit_code()
     }
+}
+
+/// Runs a future on a fresh multi-threaded tokio runtime (two workers), as each test of the suite does.
+#[doc(hidden)]
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|error| panic!("cannot start a tokio runtime: {error}"));
+    runtime.block_on(future)
 }

@@ -9,15 +9,19 @@
 //!   reports what it received as an [`InputLog`].
 //! * [`BackendCapabilities`]: what your backend can do; scenarios that need more are reported as skipped, with the
 //!   reason.
-//! * [`scenarios`]: one `pub async fn` per behaviour; [`faults`] is the fault matrix among them — every
-//!   [`FaultCase`] a backend declares, at every event position, live and synchronous.
+//! * [`scenarios`]: one `pub async fn` per behaviour, the list of them ([`scenarios::ALL`]) and what a scenario
+//!   returns ([`scenarios::Verdict`]); the fault matrix is among them — every [`FaultCase`] a backend declares
+//!   (with its [`FaultOutcome`]), at every event position, live and synchronous, as [`faults`] describes.
 //! * [`Delivery`] and [`ScriptPlayer::faults_due`]: the wire-agnostic half of fault injection an emulator builds
 //!   on (which frames go out, how the response ends, when a retried turn is served whole).
-//! * [`Suite`]: the whole suite as a test harness of its own (`harness = false`): one test per scenario and
-//!   backend, named `<label>::<scenario>`; a scenario your backend lacks the capability for shows as *ignored*
-//!   with the reason in cargo's own output. [`conformance_suite!`] is the alternative inside the standard harness:
-//!   it stamps one `#[test]` per scenario plus `conformance_completeness`, but libtest counts a skip as `ok` and
-//!   the reason only reaches stderr.
+//! * [`Suite`]: **the way to run the suite** — a test harness of its own (`harness = false`): one test per
+//!   scenario and backend, named `<label>::<scenario>`; a scenario your backend lacks the capability for shows
+//!   as *ignored* with the reason in cargo's own output and summary.
+//! * [`conformance_suite!`]: for a crate that must keep the standard harness. It stamps one `#[test]` per
+//!   scenario plus `conformance_completeness`; since libtest cannot report a skip, a skipped scenario *fails*
+//!   unless the invocation declares it (`skip: [...]`, then it shows as ignored), and the completeness test
+//!   fails when the declared list is not what the capabilities skip. No skip passes for a pass.
+//! * [`support`]: handlers and counters for scenarios (and for tests of code on top of the session loop).
 //! * [`store_contract`]: the checks every provisioning store must pass; [`artifacts_contract`], every session
 //!   artifact store.
 //! * [`session_store_contract`]: the checks every host session store (conversations, leases, approvals, tool
@@ -82,8 +86,13 @@
 //! }
 //! ```
 //!
+//! `cargo test` then lists `my-provider::single_tool_round_trip … ok` for what ran and, for what your backend
+//! cannot run, `my-provider::interrupt_refused … ignored, the provider supports interrupts (see
+//! interrupt_reaches_host)`; the summary counts them as *ignored*, never as *passed*.
+//!
 //! Each scenario can also be called directly, e.g.
-//! `managed_agents_conformance::scenarios::single_tool_round_trip(&MyBackend).await`.
+//! `managed_agents_conformance::scenarios::single_tool_round_trip(&MyBackend).await`, which returns its
+//! [`Verdict`](scenarios::Verdict).
 //!
 //! ## Writing an emulator
 //!
@@ -114,158 +123,33 @@
 //! The suite's scenarios are part of this crate's API: pin its version, and expect new scenarios in minor
 //! releases.
 
-mod approvals;
 pub mod artifacts_contract;
 mod backend;
 mod delivery;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+mod fault_case;
 pub mod faults;
 mod harness;
 mod log;
 mod player;
 pub mod reference;
+mod registry;
 pub mod scenarios;
 mod script;
 pub mod session_store_contract;
+#[doc(hidden)]
+pub mod stamped;
 pub mod store_contract;
 pub mod support;
 
 pub use async_trait::async_trait;
 pub use backend::{Backend, BackendCapabilities, Harness, ProviderSettings};
 pub use delivery::{Delivery, End};
-pub use faults::{FaultCase, FaultOutcome};
+pub use fault_case::{FaultCase, FaultOutcome};
 pub use harness::Suite;
+#[doc(hidden)]
+pub use harness::block_on;
 pub use log::{InputLog, RecordedInput};
 pub use player::{ScriptContext, ScriptPlayer, Scripts};
-pub use scenarios::{ScenarioInfo, Verdict};
 pub use script::{Fault, Script, ScriptStop, ScriptToolCall, ScriptTurn, ScriptUsage, host_tool_output};
-
-/// Stamps one `#[test]` per scenario for a backend, plus `conformance_completeness`.
-///
-/// `$backend` is an expression building the backend; it is evaluated once per test.
-#[macro_export]
-macro_rules! conformance_suite {
-    ($backend:expr) => {
-        $crate::conformance_suite!(@stamp $backend;
-            plain_end_turn,
-            single_tool_round_trip,
-            parallel_tools_keep_order,
-            tool_error_result,
-            tool_panic_becomes_error,
-            multi_turn_tool_loop,
-            terminated_turn,
-            max_turns_exceeded,
-            turn_guard_halts,
-            terminal_tool_reprompt,
-            terminal_tool_exhaustion,
-            text_delta_emission,
-            usage_accumulation,
-            invalid_options_rejected,
-            follow_up_message,
-            message_queued_mid_turn,
-            send_event_passthrough,
-            send_event_refused,
-            interrupt_reaches_host,
-            interrupt_refused,
-            timeout_cleans_up,
-            cancellation_cleans_up,
-            split_requires_action_recovery,
-            duplicate_event_dedupe,
-            stream_drop_reconnect_redrive,
-            stream_drop_sync_run,
-            concurrent_sessions_stay_apart,
-            resume_with_prompt,
-            transcript_reattach,
-            outcome_kickoff,
-            outcome_rejected_when_unsupported,
-            approval_allow,
-            approval_deny_with_reason,
-            approval_defer_then_approve,
-            approval_defer_then_deny,
-            sync_run_defer_returns_approval_required,
-            approval_resumed_by_a_new_session,
-            ledger_answers_a_recovered_call,
-            confirmation_allow,
-            confirmation_deny_with_message,
-            confirmation_default_defers,
-            fault_stream_drop_live,
-            fault_stream_drop_sync,
-            fault_clean_close_live,
-            fault_clean_close_sync,
-            fault_duplicate_events_live,
-            fault_duplicate_events_sync,
-            fault_redelivery_live,
-            fault_redelivery_sync,
-            fault_http_429_live,
-            fault_http_429_sync,
-            fault_http_500_live,
-            fault_http_500_sync,
-            fault_http_529_live,
-            fault_http_529_sync,
-            fault_stall_live,
-            fault_stall_sync,
-            fault_malformed_frame_live,
-            fault_malformed_frame_sync,
-            fault_truncated_turn_live,
-            fault_truncated_turn_sync,
-        );
-    };
-    (@stamp $backend:expr; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                let backend = $backend;
-                let verdict = $crate::block_on(async { $crate::scenarios::$name(&backend).await });
-                $crate::report(module_path!(), stringify!($name), verdict);
-            }
-        )*
-
-        #[test]
-        fn conformance_completeness() {
-            $crate::assert_complete(&[$(stringify!($name)),*], &$crate::Backend::capabilities(&$backend));
-        }
-    };
-}
-
-/// Runs a future on a fresh multi-threaded tokio runtime (two workers), as each stamped test does.
-#[doc(hidden)]
-pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|error| panic!("cannot start a tokio runtime: {error}"));
-    runtime.block_on(future)
-}
-
-/// Prints a skipped scenario's verdict, labelled with the suite's module, straight to the process's stderr
-/// (which the test harness does not capture). [`Suite`] reports skips in cargo's own summary instead.
-#[doc(hidden)]
-pub fn report(suite: &str, name: &str, verdict: Verdict) {
-    if let Verdict::Skipped(reason) = verdict {
-        say(&format!("conformance: {suite}::{name}: SKIPPED: {reason}"));
-    }
-}
-
-fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-/// Fails unless `stamped` (the tests a suite stamped) is exactly [`scenarios::ALL`]; prints which scenarios
-/// run and which are skipped, with reasons, for `capabilities`.
-#[doc(hidden)]
-pub fn assert_complete(stamped: &[&str], capabilities: &BackendCapabilities) {
-    let known: Vec<&str> = scenarios::ALL.iter().map(|s| s.name).collect();
-    let missing: Vec<&&str> = known.iter().filter(|name| !stamped.contains(name)).collect();
-    let unknown: Vec<&&str> = stamped.iter().filter(|name| !known.contains(name)).collect();
-    for scenario in scenarios::ALL {
-        match (scenario.requires)(capabilities) {
-            None => say(&format!("conformance: {:<36} run", scenario.name)),
-            Some(reason) => say(&format!("conformance: {:<36} skipped: {reason}", scenario.name)),
-        }
-    }
-    assert!(missing.is_empty(), "scenarios neither run nor skipped: {missing:?}");
-    assert!(unknown.is_empty(), "stamped tests that are no scenario: {unknown:?}");
-}

@@ -4,7 +4,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::{RecordedInput, Script, ScriptTurn};
+use crate::log::RecordedInput;
+use crate::script::{Script, ScriptTurn};
 
 /// Builds the script of one session (see [`Scripts::per_session`]).
 type Factory = Arc<dyn Fn(&ScriptContext<'_>) -> Script + Send + Sync>;

@@ -3,8 +3,9 @@
 
 use async_trait::async_trait;
 use managed_agents_conformance::reference::{StreamingReference, StreamingReferenceBackend};
+use managed_agents_conformance::scenarios::{self, Verdict};
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Scripts, block_on, scenarios,
+    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Scripts, block_on,
 };
 
 /// The streaming reference, declaring `outcome` for every fault it injects, optionally with reconnecting turned
@@ -60,5 +61,5 @@ fn a_task_left_running_fails_the_scenario() {
 #[test]
 fn the_same_backend_declared_honestly_passes() {
     let backend = Misdeclared { outcome: FaultOutcome::Recovers, no_reconnect: false, leak: false };
-    assert_eq!(block_on(scenarios::fault_stream_drop_live(&backend)), scenarios::Verdict::Passed);
+    assert_eq!(block_on(scenarios::fault_stream_drop_live(&backend)), Verdict::Passed);
 }

@@ -1,12 +1,14 @@
 //! Conformance backends for the reference providers.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use managed_agents_core::{Mode, SessionOptions};
+use managed_agents_core::Mode;
 
-use super::{RequestResponseReference, StreamingReference};
-use crate::{Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Script, Scripts};
+use super::request_response::RequestResponseReference;
+use super::streaming::StreamingReference;
+use crate::backend::{Backend, BackendCapabilities, Harness, ProviderSettings};
+use crate::fault_case::{FaultCase, FaultOutcome};
+use crate::player::Scripts;
+use crate::script::Script;
 
 /// Runs the suite against [`StreamingReference`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -31,9 +33,7 @@ impl Backend for StreamingReferenceBackend {
     }
 
     async fn launch(&self, scripts: Scripts, _: &ProviderSettings) -> Harness<StreamingReference> {
-        let provider = StreamingReference::new(shared(scripts));
-        let log = provider.log();
-        Harness::new(Arc::new(provider), SessionOptions::new(), log)
+        StreamingReference::new(shared(scripts)).into_harness()
     }
 }
 
@@ -55,9 +55,7 @@ impl Backend for RequestResponseReferenceBackend {
     }
 
     async fn launch(&self, scripts: Scripts, _: &ProviderSettings) -> Harness<RequestResponseReference> {
-        let provider = RequestResponseReference::new(shared(scripts));
-        let log = provider.log();
-        Harness::new(Arc::new(provider), SessionOptions::new(), log)
+        RequestResponseReference::new(shared(scripts)).into_harness()
     }
 }
 

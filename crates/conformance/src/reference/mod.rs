@@ -5,6 +5,7 @@
 //! `managed-agents-core` without a network.
 
 mod backends;
+mod provider;
 mod request_response;
 mod streaming;
 pub mod wire;

@@ -2,14 +2,15 @@
 
 use async_trait::async_trait;
 use managed_agents_core::{
-    Capabilities, Connection, Error, Event, LiveEvents, OpenConnection, OpenRequest, Provider, Reconnected,
-    RequestResponseConnection, ToolUse, TurnInput, TurnResult,
+    Capabilities, Connection, Error, Event, LiveEvents, OpenConnection, OpenRequest, Reconnected,
+    RequestResponseConnection, ToolUse, TurnInput,
 };
 use serde_json::{Value, json};
 
+use super::provider::reference_provider;
 use super::wire;
 use super::world::{SharedWorld, transcript_entry};
-use crate::{Fault, InputLog, Script};
+use crate::script::{Fault, Script};
 
 /// An in-memory request/response provider that plays a [`Script`]: each input is one call returning the
 /// turn's events (also reported live as they are produced). It keeps the conversation client-side (transcript
@@ -32,23 +33,9 @@ impl RequestResponseReference {
         Self { world: SharedWorld::new(Self::NAME, script, false) }
     }
 
-    /// What the provider received.
-    pub fn log(&self) -> InputLog {
-        self.world.lock().log.clone()
-    }
-}
-
-#[async_trait]
-impl Provider for RequestResponseReference {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
-    }
-
-    async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
+    /// Opens a connection: the one part of [`Provider::open`](managed_agents_core::Provider::open) the two
+    /// reference providers do differently.
+    fn connect(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
         let mut world = self.world.lock();
         let (session_id, reattached) = match request.session_id {
             Some(id) => {
@@ -65,33 +52,9 @@ impl Provider for RequestResponseReference {
             transcript: request.history,
         })))
     }
-
-    fn normalize(&self, events: &[Event]) -> TurnResult {
-        wire::normalize(events)
-    }
-
-    fn text_delta(&self, event: &Event) -> Option<String> {
-        wire::text_delta(event)
-    }
-
-    fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
-        wire::pending_tool_uses(events)
-    }
-
-    /// Nothing is created: the handle names the definition (`<name>_<digest8>`).
-    async fn provision(
-        &self,
-        spec: &managed_agents_core::AgentSpec,
-        _: Option<&managed_agents_core::EnvironmentSpec>,
-    ) -> Result<managed_agents_core::AgentHandle, Error> {
-        wire::provisioned(spec)
-    }
-
-    /// Nothing to remove.
-    async fn teardown(&self, _: &managed_agents_core::AgentHandle) -> Result<(), Error> {
-        Ok(())
-    }
 }
+
+reference_provider!(RequestResponseReference);
 
 struct RequestResponseReferenceConnection {
     world: SharedWorld,

@@ -2,14 +2,15 @@
 
 use async_trait::async_trait;
 use managed_agents_core::{
-    Capabilities, Connection, Error, Event, OpenConnection, OpenRequest, Provider, Reconnected, SeenIds, StreamItem,
-    StreamingConnection, ToolUse, TurnInput, TurnResult,
+    Capabilities, Connection, Error, Event, OpenConnection, OpenRequest, Reconnected, SeenIds, StreamItem,
+    StreamingConnection, TurnInput,
 };
 use tokio::sync::mpsc;
 
+use super::provider::reference_provider;
 use super::wire;
 use super::world::{SharedWorld, deliver};
-use crate::{InputLog, Script};
+use crate::script::Script;
 
 /// An in-memory streaming provider that plays a [`Script`]: events carry ids, a `stop` event ends each turn,
 /// tool results are echoed into the history, and a dropped stream can be reconnected (listing the history and
@@ -35,23 +36,9 @@ impl StreamingReference {
         Self { world: SharedWorld::new(Self::NAME, script, true) }
     }
 
-    /// What the provider received.
-    pub fn log(&self) -> InputLog {
-        self.world.lock().log.clone()
-    }
-}
-
-#[async_trait]
-impl Provider for StreamingReference {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
-    }
-
-    async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
+    /// Opens a connection: the one part of [`Provider::open`](managed_agents_core::Provider::open) the two
+    /// reference providers do differently.
+    fn connect(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
         let mut world = self.world.lock();
         let (sender, receiver) = mpsc::unbounded_channel();
         let (session_id, resumed) = match request.session_id {
@@ -73,33 +60,9 @@ impl Provider for StreamingReference {
             receiver,
         })))
     }
-
-    fn normalize(&self, events: &[Event]) -> TurnResult {
-        wire::normalize(events)
-    }
-
-    fn text_delta(&self, event: &Event) -> Option<String> {
-        wire::text_delta(event)
-    }
-
-    fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
-        wire::pending_tool_uses(events)
-    }
-
-    /// Nothing is created: the handle names the definition (`<name>_<digest8>`).
-    async fn provision(
-        &self,
-        spec: &managed_agents_core::AgentSpec,
-        _: Option<&managed_agents_core::EnvironmentSpec>,
-    ) -> Result<managed_agents_core::AgentHandle, Error> {
-        wire::provisioned(spec)
-    }
-
-    /// Nothing to remove.
-    async fn teardown(&self, _: &managed_agents_core::AgentHandle) -> Result<(), Error> {
-        Ok(())
-    }
 }
+
+reference_provider!(StreamingReference);
 
 struct StreamingReferenceConnection {
     world: SharedWorld,

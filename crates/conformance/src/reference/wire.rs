@@ -14,7 +14,7 @@ use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{AgentHandle, AgentSpec, Error, Event, Terminal, ToolResult, ToolUse, TurnResult, Usage};
 use serde_json::{Value, json};
 
-use crate::{ScriptToolCall, ScriptUsage};
+use crate::script::{ScriptToolCall, ScriptUsage};
 
 /// Every builder below passes a JSON object, so the fallback is never taken.
 fn event(value: Value) -> Event {

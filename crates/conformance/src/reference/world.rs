@@ -8,7 +8,9 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::wire;
-use crate::{Delivery, End, Fault, InputLog, RecordedInput, Script, ScriptStop, ScriptToolCall, ScriptTurn};
+use crate::delivery::{Delivery, End};
+use crate::log::{InputLog, RecordedInput};
+use crate::script::{Fault, Script, ScriptStop, ScriptToolCall, ScriptTurn};
 
 /// What one input made the server emit.
 pub(crate) struct Played {

@@ -1,6 +1,5 @@
-//! The approval scenarios: the permission hook, deferred calls answered through the session handle, the tool
-//! ledger, and host-side tool calls that ask for confirmation. Listed (and documented) with the others in
-//! [`scenarios`](crate::scenarios).
+//! Approvals: the permission hook, deferred calls answered through the session handle, the tool ledger, and
+//! host-side tool calls that ask for confirmation.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,17 +14,13 @@ use managed_agents_core::{
 };
 use serde_json::json;
 
-use crate::scenarios::{
-    Requirement, Verdict, assert_completed, counting_echo, echo_result, kickoff, needs_confirmations, needs_reattach,
-    options, weather_script,
-};
-use crate::support::{EchoTools, recording};
-use crate::{Backend, BackendCapabilities, Harness, RecordedInput, Script, ScriptToolCall, ScriptTurn};
-
-/// `Some(skipped)` when the backend lacks what `requirement` asks for.
-fn unmet<B: Backend>(backend: &B, requirement: Requirement) -> Option<Verdict> {
-    requirement(&backend.capabilities()).map(Verdict::Skipped)
-}
+use super::helpers::{assert_completed, counting_echo, echo_result, kickoff, options, require, weather_script};
+use super::requirements::{needs_confirmations, needs_reattach};
+use super::verdict::Verdict;
+use crate::backend::{Backend, BackendCapabilities, Harness};
+use crate::log::RecordedInput;
+use crate::script::{Script, ScriptToolCall, ScriptTurn};
+use crate::support::{EchoTools, Recording, recording};
 
 /// How long a scenario waits for a notification before it fails.
 const NOTIFICATION_WAIT: Duration = Duration::from_secs(30);
@@ -198,7 +193,7 @@ pub async fn approval_deny_with_reason<B: Backend>(backend: &B) -> Verdict {
 /// Starts a live session whose hook defers every call, on a one-call script; returns it once the call waits.
 async fn deferred_live_session<B: Backend>(
     backend: &B,
-) -> (Harness<B::Provider>, SessionHandle, crate::support::Recording, ApprovalRequest) {
+) -> (Harness<B::Provider>, SessionHandle, Recording, ApprovalRequest) {
     let script = Script::new()
         .turn(ScriptTurn::tool_call("call_1", "deploy", json!({"env": "prod"})))
         .turn(ScriptTurn::text("Done."));
@@ -301,9 +296,7 @@ pub async fn sync_run_defer_returns_approval_required<B: Backend>(backend: &B) -
 /// (`SessionOptions::resume_tool_uses`) and the same ledger, the call that already ran is answered from the
 /// ledger, the approved one runs, and each result is posted once.
 pub async fn approval_resumed_by_a_new_session<B: Backend>(backend: &B) -> Verdict {
-    if let Some(skipped) = unmet(backend, needs_reattach) {
-        return skipped;
-    }
+    require!(backend, needs_reattach);
     let (harness, ledger, partial) = stopped_for_approval(backend).await;
     let (handler, seen) = recording(EchoTools);
     let opts = resume_options(&harness, &backend.capabilities(), &partial, Pending::Given)
@@ -332,9 +325,7 @@ pub async fn approval_resumed_by_a_new_session<B: Backend>(backend: &B) -> Verdi
 /// (a streaming provider's history, a client-held transcript), else given by the caller — and answers it from
 /// the ledger: the tool does not run again, and its result is posted once.
 pub async fn ledger_answers_a_recovered_call<B: Backend>(backend: &B) -> Verdict {
-    if let Some(skipped) = unmet(backend, needs_reattach) {
-        return skipped;
-    }
+    require!(backend, needs_reattach);
     let input = json!({"cents": 500});
     let script =
         Script::new().turn(ScriptTurn::tool_call("call_1", "charge", input.clone())).turn(ScriptTurn::text("Charged."));
@@ -366,9 +357,7 @@ fn host_call_script(name: &str, input: serde_json::Value, reply: &str) -> Script
 /// A host-side call that asks for confirmation (kind `Confirmation`) is put to the hook; allowed, the client
 /// confirms it, the handler never runs, and the loop host runs the tool and goes on.
 pub async fn confirmation_allow<B: Backend>(backend: &B) -> Verdict {
-    if let Some(skipped) = unmet(backend, needs_confirmations) {
-        return skipped;
-    }
+    require!(backend, needs_confirmations);
     let harness = backend.start(host_call_script("web_fetch", json!({"url": "https://example.com"}), "Fetched.")).await;
     let (handler, seen) = recording(EchoTools);
     let (permission, asked) = scripted(|_| Decision::Allow);
@@ -391,9 +380,7 @@ pub async fn confirmation_allow<B: Backend>(backend: &B) -> Verdict {
 /// A host-side call denied by the hook is answered with a deny confirmation carrying the reason; the tool does
 /// not run and the model goes on.
 pub async fn confirmation_deny_with_message<B: Backend>(backend: &B) -> Verdict {
-    if let Some(skipped) = unmet(backend, needs_confirmations) {
-        return skipped;
-    }
+    require!(backend, needs_confirmations);
     let script = host_call_script("bash", json!({"command": "rm -rf /tmp/cache"}), "I will not delete it.");
     let harness = backend.start(script).await;
     let (permission, _) = scripted(|_| Decision::deny("no deletions today"));
@@ -411,9 +398,7 @@ pub async fn confirmation_deny_with_message<B: Backend>(backend: &B) -> Verdict 
 /// The default permission defers host-side confirmations: a live session announces the call and confirms it when
 /// approved through the handle; a synchronous run ends with `ApprovalRequired` and confirms nothing.
 pub async fn confirmation_default_defers<B: Backend>(backend: &B) -> Verdict {
-    if let Some(skipped) = unmet(backend, needs_confirmations) {
-        return skipped;
-    }
+    require!(backend, needs_confirmations);
     let script = || host_call_script("web_search", json!({"query": "rust"}), "Searched.");
     let harness = backend.start(script()).await;
     let mut session = Session::start(Arc::clone(&harness.provider), EchoTools, options(&harness)).await.expect("start");
