@@ -1,6 +1,6 @@
 //! An `InvokeHarness` server on loopback (feature `emulator`) that the real SDK client talks to: plain HTTP,
 //! static test credentials, answers in `application/vnd.amazon.eventstream` frames (with `:message-type`,
-//! `:event-type`, `:content-type` headers and CRCs) following a conformance [`Script`]. It checks the resume
+//! `:event-type`, `:content-type` headers and CRCs) following a conformance [`Script`](managed_agents_conformance::Script). It checks the resume
 //! contract — every `toolResult` must follow an assistant message echoing its `toolUse` — and answers a broken
 //! one the way the service does, with a `runtimeClientError` exception frame. It records every request.
 //!
@@ -21,7 +21,7 @@
 //! [`SessionStorageArtifacts`](crate::SessionStorageArtifacts) sends (the shapes are listed in [`shell`]);
 //! [`AgentCoreEmulator::fail_commands`] makes commands fail and [`AgentCoreEmulator::commands`] lists them.
 //!
-//! Scripts: [`AgentCoreEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to
+//! Scripts: [`AgentCoreEmulator::start`] takes a [`Script`](managed_agents_conformance::Script) (or [`Scripts::shared`]), whose turns go to
 //! whichever call comes next, or [`Scripts::per_session`], which builds a fresh script for each runtime session
 //! (the `X-Amzn-Bedrock-AgentCore-Runtime-Session-Id` the client sends) on its first call, given that id and
 //! the kickoff (see the `ChatEmulator` docs of the Local provider's emulator for an example). Everything a turn
@@ -48,7 +48,7 @@ use aws_sdk_bedrockagentcore::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_bedrockagentcore::primitives::event_stream::{Header, HeaderValue, Message};
 use managed_agents_conformance::{
     Backend, BackendCapabilities, Delivery, End, Fault, FaultCase, FaultOutcome, Harness, InputLog, ProviderSettings,
-    RecordedInput, Script, ScriptPlayer, ScriptStop, ScriptTurn, Scripts,
+    RecordedInput, ScriptPlayer, ScriptStop, ScriptTurn, Scripts,
 };
 use managed_agents_core::http::server::{Claim, LoopbackServer, Pacing, ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
@@ -971,22 +971,8 @@ impl Backend for AgentCoreBackend {
         if self.options.reasoning { capabilities } else { capabilities.with_resume_pending() }
     }
 
-    async fn start(&self, script: Script) -> Harness<BedrockAgentCore> {
-        self.start_with(script, &ProviderSettings::new()).await
-    }
-
-    async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<BedrockAgentCore> {
-        self.harness(script.into(), settings).await
-    }
-
-    async fn start_per_session(&self, scripts: Scripts) -> Option<Harness<BedrockAgentCore>> {
-        Some(self.harness(scripts, &ProviderSettings::new()).await)
-    }
-}
-
-impl AgentCoreBackend {
     /// The provider under test against an emulator playing `scripts`, configured as `settings` asks.
-    async fn harness(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<BedrockAgentCore> {
+    async fn launch(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<BedrockAgentCore> {
         let emulator =
             AgentCoreEmulator::with_options(scripts, self.options).await.expect("the emulator starts on loopback");
         let options = SessionOptions::new().agent_id(emulator.harness_arn());
