@@ -76,7 +76,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use managed_agents_conformance::{
     Backend, BackendCapabilities, Delivery, End, Fault, FaultCase, FaultOutcome, Harness, InputLog, ProviderSettings,
-    RecordedInput, Script, ScriptPlayer, ScriptStop, ScriptToolCall, ScriptTurn, Scripts, host_tool_output,
+    RecordedInput, ScriptPlayer, ScriptStop, ScriptToolCall, ScriptTurn, Scripts, host_tool_output,
 };
 use managed_agents_core::RetryPolicy;
 use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, json_response};
@@ -1393,16 +1393,8 @@ impl Backend for ClaudeBackend {
             .with_fault(FaultCase::Http500, FaultOutcome::Surfaces)
     }
 
-    async fn start(&self, script: Script) -> Harness<ClaudeManagedAgents> {
-        self.start_with(script, &ProviderSettings::new()).await
-    }
-
-    async fn start_with(&self, script: Script, settings: &ProviderSettings) -> Harness<ClaudeManagedAgents> {
-        self.harness(script.into(), settings).await
-    }
-
-    async fn start_per_session(&self, scripts: Scripts) -> Option<Harness<ClaudeManagedAgents>> {
-        Some(self.harness(scripts, &ProviderSettings::new()).await)
+    async fn launch(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<ClaudeManagedAgents> {
+        self.harness(scripts, settings).await
     }
 }
 
