@@ -14,7 +14,7 @@ use managed_agents_conformance::{InputLog, Script, ScriptToolCall, ScriptTurn};
 use managed_agents_core::approval::{Decision, permission_fn};
 use managed_agents_core::{Notification, Provider, Session, SessionOptions, ToolResult};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 
 fn script() -> Script {
@@ -74,7 +74,7 @@ async fn every_loop_host_applies_the_same_decisions() {
     let streaming_log = streaming.log();
     let request_response = RequestResponseReference::new(script());
     let request_response_log = request_response.log();
-    let chat = ChatEmulator::start(script()).await.expect("emulator");
+    let chat = LocalEmulator::start(script()).await.expect("emulator");
     let local = Local::builder().base_url(chat.base_url()).model("emulated").build().expect("local");
     let claude = ClaudeEmulator::start(script()).await.expect("emulator");
     let client = ClaudeClient::builder().base_url(claude.base_url()).api_key("k").build().expect("client");

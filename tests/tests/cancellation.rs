@@ -24,7 +24,7 @@ use managed_agents_core::{
     ToolOutput, tool_fn,
 };
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -172,7 +172,7 @@ async fn setup(backend: Backend, script: Script, retry: RetryPolicy) -> Setup {
         }
         Backend::Local => {
             let ((url, log), remote) =
-                on_own_runtime(move || ChatEmulator::start(script), |emulator| (emulator.base_url(), emulator.log()));
+                on_own_runtime(move || LocalEmulator::start(script), |emulator| (emulator.base_url(), emulator.log()));
             let local = Local::builder().base_url(url).model("emulated").retry(retry).build().expect("local");
             Setup { remote: Some(remote), ..Setup::new(local, log) }
         }

@@ -13,7 +13,7 @@ use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{InputLog, Script, ScriptToolCall, ScriptTurn};
 use managed_agents_core::{Provider, Session, SessionOptions, SessionResult, ToolResult};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 
 fn script() -> Script {
@@ -59,7 +59,7 @@ async fn every_loop_host_gives_the_same_result() {
     let streaming_log = streaming.log();
     let request_response = RequestResponseReference::new(script());
     let request_response_log = request_response.log();
-    let emulator = ChatEmulator::start(script()).await.expect("emulator");
+    let emulator = LocalEmulator::start(script()).await.expect("emulator");
     let local = Local::builder().base_url(emulator.base_url()).model("emulated").build().expect("local");
     let claude_emulator = ClaudeEmulator::start(script()).await.expect("emulator");
     let client = ClaudeClient::builder().base_url(claude_emulator.base_url()).api_key("k").build().expect("client");

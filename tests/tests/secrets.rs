@@ -41,8 +41,8 @@ use managed_agents_core::{
     AgentSpec, EnvironmentSpec, Error, NoTools, OpenRequest, Provider, RetryPolicy, Session, SessionOptions,
     SessionResult, ToolSchema, TurnInput, tool_fn, tool_fn_with_info,
 };
-use managed_agents_local::emulator::ChatEmulator;
-use managed_agents_local::{ChatRequest, HttpChat, HttpChatConfig, Local, LocalBuilder};
+use managed_agents_local::emulator::LocalEmulator;
+use managed_agents_local::{ChatRequest, Local, LocalBuilder};
 use serde_json::json;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{LevelFilter, filter_fn};
@@ -772,14 +772,14 @@ fn local_builder(url: &str) -> LocalBuilder {
         .retry(quick_retry())
 }
 
-async fn local(script: Script) -> (ChatEmulator, Local) {
-    let emulator = ChatEmulator::start(script).await.expect("the chat emulator starts");
+async fn local(script: Script) -> (LocalEmulator, Local) {
+    let emulator = LocalEmulator::start(script).await.expect("the chat emulator starts");
     let provider = local_builder(&emulator.base_url()).build().expect("the Local provider builds");
     (emulator, provider)
 }
 
 /// Whether the emulator received `header: value` on some request (compared, never printed).
-fn received(emulator: &ChatEmulator, header: &str, value: &str) -> bool {
+fn received(emulator: &LocalEmulator, header: &str, value: &str) -> bool {
     emulator
         .request_headers()
         .iter()
@@ -789,19 +789,11 @@ fn received(emulator: &ChatEmulator, header: &str, value: &str) -> bool {
 async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
     // Configuration: the builder, the chat client's configuration, the request type, the provider.
     printed.debug("LocalBuilder", &local_builder("http://127.0.0.1:9"));
-    let mut config = HttpChatConfig::new("http://127.0.0.1:9");
-    config.api_key = Some(Secret::new(LOCAL_KEY));
-    config.headers.push(("x-gateway-key".into(), LOCAL_HEADER_VALUE.into()));
-    config.http_options = HttpOptions::new();
-    printed.debug("HttpChatConfig", &config);
-    printed.any("HttpChatConfig::validate", &config.validate());
-    printed.debug("HttpChat", &HttpChat::new(config.clone()).expect("valid"));
-    let mut bad = config.clone();
-    bad.api_key = Some(Secret::new(format!("{LOCAL_KEY}\n")));
-    printed.any("HttpChat::new (key not a header value)", &HttpChat::new(bad));
-    let mut bad = config;
-    bad.headers.push(("x-other".into(), format!("{LOCAL_HEADER_VALUE}\n")));
-    printed.any("HttpChat::new (header value invalid)", &HttpChat::new(bad));
+    // The chat client's configuration and the client are private: the provider holds (and prints) them.
+    let configured = local_builder("http://127.0.0.1:9").http_options(HttpOptions::new());
+    printed.any("LocalBuilder::build (chat client configured)", &configured.clone().build());
+    let bad = configured.header("x-other", format!("{LOCAL_HEADER_VALUE}\n"));
+    printed.any("LocalBuilder::build (header value invalid)", &bad.build());
     printed.debug("ChatRequest", &ChatRequest::new("emulated", vec![json!({"role": "user", "content": "hi"})]));
     let with_newline = Local::builder().model("m").api_key(format!("{LOCAL_KEY}\n")).build();
     assert!(matches!(with_newline, Err(Error::InvalidOption { .. })), "{with_newline:?}");
@@ -809,7 +801,7 @@ async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
 
     // Sessions with a tool call, streamed and not.
     for stream in [true, false] {
-        let emulator = ChatEmulator::start(tool_script()).await.expect("the chat emulator starts");
+        let emulator = LocalEmulator::start(tool_script()).await.expect("the chat emulator starts");
         expected.push(line(&["connecting to", &authority(&emulator.base_url())]));
         let provider = local_builder(&emulator.base_url()).stream(stream).build().expect("builds");
         printed.debug("Local", &provider);
@@ -872,7 +864,7 @@ async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
     let (_emulator, provider) = local(faulted(Fault::MalformedFrame)).await;
     let outcome = Session::run(&provider, NoTools, SessionOptions::new().prompt("go")).await;
     printed.outcome("Local malformed chunk", &outcome);
-    let emulator = ChatEmulator::start(faulted(Fault::Stall { duration: Duration::from_secs(60) })).await.expect("up");
+    let emulator = LocalEmulator::start(faulted(Fault::Stall { duration: Duration::from_secs(60) })).await.expect("up");
     let provider = local_builder(&emulator.base_url())
         .request_timeout(Duration::from_millis(200))
         .idle_timeout(Duration::from_millis(200))
@@ -952,7 +944,7 @@ fn from_env_paths_print_no_secret() {
         (
             ClaudeEmulator::start(text()).await.expect("Claude emulator"),
             AgentCoreEmulator::start(text()).await.expect("AgentCore emulator"),
-            ChatEmulator::start(text()).await.expect("chat emulator"),
+            LocalEmulator::start(text()).await.expect("chat emulator"),
         )
     });
     let (agent, environment) = claude.seed_agent();

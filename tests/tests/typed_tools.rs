@@ -13,7 +13,7 @@ use managed_agents_core::schemars::{self, JsonSchema};
 use managed_agents_core::tools::{Tool, ToolValue, Toolbox};
 use managed_agents_core::{BoxError, Provider, Session, SessionInfo, SessionOptions};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 
 /// Converts an amount between currencies at a fixed rate.
@@ -73,7 +73,7 @@ async fn every_loop_host_runs_a_typed_tool() {
     let log = polled.log();
     run(Arc::new(polled), log, SessionOptions::new()).await;
 
-    let chat = ChatEmulator::start(script()).await.expect("emulator");
+    let chat = LocalEmulator::start(script()).await.expect("emulator");
     let toolbox = Toolbox::builder().tool(Convert).build().expect("toolbox");
     let local = toolbox
         .schemas()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use managed_agents_conformance::{Script, ScriptTurn};
 use managed_agents_core::{AgentHandle, BoxError, Provider, ToolSchema};
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_local::{Local, LocalBuilder};
 
 use crate::args::{Options, ProviderName};
@@ -93,7 +93,7 @@ pub async fn build(options: &Options, tools: &[ToolSchema]) -> Result<Host, BoxE
             Ok(Host::real(provider, None, description))
         }
         (ProviderName::Local | ProviderName::Emulator, false) => {
-            let emulator = ChatEmulator::start(script(options)?).await?;
+            let emulator = LocalEmulator::start(script(options)?).await?;
             let builder = Local::builder().base_url(emulator.base_url()).model("emulated");
             let provider = local(builder, options, tools).build()?;
             let description = format!("the local loop against the bundled emulator at {}", emulator.base_url());

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, HARNESS_ARN};
 use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::Scripts;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 
 use crate::args::ProviderKind;
 use crate::script::{load_scripts, long_scripts};
@@ -45,7 +45,7 @@ async fn start(provider: ProviderKind, scripts: Scripts) -> io::Result<(Vec<(&'s
             (lines, Box::new(emulator))
         }
         ProviderKind::Local => {
-            let emulator = ChatEmulator::start(scripts).await?;
+            let emulator = LocalEmulator::start(scripts).await?;
             (vec![("BASE_URL", emulator.base_url())], Box::new(emulator))
         }
         ProviderKind::AgentCore => {

@@ -19,7 +19,7 @@ use managed_agents_conformance::{InputLog, Script, ScriptTurn};
 use managed_agents_core::tools::Toolbox;
 use managed_agents_core::{Provider, Session, SessionOptions};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_mcp::{McpServer, Stdio};
 use serde_json::json;
 
@@ -142,7 +142,7 @@ async fn agentcore(server: Server) {
 }
 
 async fn local(server: Server) {
-    let emulator = ChatEmulator::start(script(server)).await.expect("the emulator");
+    let emulator = LocalEmulator::start(script(server)).await.expect("the emulator");
     let toolbox = toolbox(server).await;
     let local = toolbox
         .schemas()

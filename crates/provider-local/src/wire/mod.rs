@@ -1,4 +1,7 @@
-//! The Local provider's events and their interpretation.
+//! The OpenAI chat-completions wire (private; public only to the fuzz targets, under `--cfg fuzzing`): the
+//! chat seam's types (`chat`: `ChatBackend`, `ChatRequest` and `ChatResponse`, which the crate root re-exports),
+//! the built-in HTTP client (`http`), the assembly of a streamed completion (`assemble`), and here the
+//! provider's events and their interpretation.
 //!
 //! | `type` | fields |
 //! |---|---|
@@ -7,8 +10,12 @@
 //! | `local.duplicate_tool_call` | `tool_call`: a call repeated within the request, answered in the history instead of run |
 //! | `local.directive` | `role` (`corrective` / `final_turn`), `text`: a guard's message to the model |
 
-use managed_agents_core::{Event, Terminal, ToolUse, TurnResult, Usage};
+use managed_agents_core::{Event, Terminal, ToolResult, ToolSchema, ToolUse, TurnResult, Usage};
 use serde_json::{Map, Value, json};
+
+pub mod assemble;
+pub(crate) mod chat;
+pub(crate) mod http;
 
 /// `type` of a streamed chunk event.
 pub const CHUNK: &str = "local.chunk";
@@ -19,6 +26,7 @@ pub const DUPLICATE_TOOL_CALL: &str = "local.duplicate_tool_call";
 /// `type` of a guard directive.
 pub const DIRECTIVE: &str = "local.directive";
 
+/// An event of this provider: `fields` with `type` set to `kind`.
 pub(crate) fn event(kind: &str, fields: Value) -> Event {
     let mut object = match fields {
         Value::Object(object) => object,
@@ -26,6 +34,19 @@ pub(crate) fn event(kind: &str, fields: Value) -> Event {
     };
     object.insert("type".into(), Value::String(kind.to_string()));
     Event::new(object)
+}
+
+/// A tool in the OpenAI function shape.
+pub(crate) fn openai_tool(tool: &ToolSchema) -> Value {
+    let parameters = if tool.input_schema.is_object() { tool.input_schema.clone() } else { json!({"type": "object"}) };
+    json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": parameters}})
+}
+
+/// The tool message answering `result`; errors are the JSON `{"error": text, "isError": true}`.
+pub(crate) fn tool_message(result: &ToolResult) -> Value {
+    let content =
+        if result.is_error { json!({"error": result.text, "isError": true}).to_string() } else { result.text.clone() };
+    json!({"role": "tool", "tool_call_id": result.tool_use_id, "content": content})
 }
 
 /// The assistant message as it goes into the history: role, content (`""` rather than `null` when there are no
