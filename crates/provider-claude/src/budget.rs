@@ -10,6 +10,8 @@
 use managed_agents_core::{Error, Event, SessionResult};
 use serde_json::{Value, json};
 
+use crate::wire::events::is_turn_boundary;
+
 /// `session.usage`: cumulative usage (and the budget) of a session.
 pub const SESSION_USAGE: &str = "session.usage";
 /// The idle stop reason of a session paused at its budget.
@@ -101,7 +103,7 @@ impl BudgetReached {
     /// Whether the last turn boundary in `events` is a `budget_reached` idle, and with what usage (the latest
     /// `session.usage` before it).
     pub fn from_events(events: &[Event]) -> Option<Self> {
-        let (at, idle) = events.iter().enumerate().rev().find(|(_, e)| crate::events::is_turn_boundary(e))?;
+        let (at, idle) = events.iter().enumerate().rev().find(|(_, e)| is_turn_boundary(e))?;
         let reason = idle.get("stop_reason").and_then(|r| r.get("type")).and_then(Value::as_str);
         if reason != Some(BUDGET_REACHED) {
             return None;

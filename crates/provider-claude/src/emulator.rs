@@ -1,5 +1,5 @@
 //! A Claude Managed Agents server on loopback (feature `emulator`) that keeps agents, environments, sessions,
-//! events, resources and files in memory, plays a conformance [`Script`] when user input arrives, streams events
+//! events, resources and files in memory, plays a conformance [`Script`](managed_agents_conformance::Script) when user input arrives, streams events
 //! over SSE the way the service does (ids, `session.status_idle` with stop reasons, `requires_action` naming
 //! event ids, `span.model_request_end` with usage) and lists history in pages. It records every request.
 //!
@@ -36,7 +36,7 @@
 //! the deny message. An allowed call runs at once. A partial answer re-emits the idle naming the calls still
 //! awaited. [`ClaudeEmulator::seed_agent`]'s agent asks before every built-in tool.
 //!
-//! Scripts: [`ClaudeEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
+//! Scripts: [`ClaudeEmulator::start`] takes a [`Script`](managed_agents_conformance::Script) (or [`Scripts::shared`]), whose turns go to whichever
 //! session asks next, or [`Scripts::per_session`], which builds a fresh script for each session (keyed by its
 //! `sesn_…` id) when its first turn is asked for, given that id and the input that asked (the kickoff's
 //! `user.message` or `user.define_outcome`). Concurrent sessions then never consume each other's turns, faults
@@ -85,8 +85,9 @@ use managed_agents_core::{Mode, Outcome, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::client::MANAGED_AGENTS_BETA;
-use crate::{ClaudeClient, ClaudeManagedAgents};
+use crate::ClaudeManagedAgents;
+use crate::wire::client::{ClaudeClient, MANAGED_AGENTS_BETA};
+use crate::wire::files::content_type;
 
 mod records;
 
@@ -261,7 +262,7 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl ClaudeEmulator {
-    /// Starts a server playing `scripts`: a [`Script`] shared by every session, or [`Scripts::per_session`].
+    /// Starts a server playing `scripts`: a [`Script`](managed_agents_conformance::Script) shared by every session, or [`Scripts::per_session`].
     pub async fn start(scripts: impl Into<Scripts>) -> io::Result<Self> {
         Self::with_options(scripts, EmulatorOptions::default()).await
     }
@@ -431,7 +432,7 @@ impl ClaudeEmulator {
 /// Adds a session-scoped file (an output the agent wrote).
 fn add_output(state: &mut State, session_id: &str, name: &str, bytes: &[u8], created_at: String) -> String {
     let id = state.id("file");
-    let meta = json!({"id": id, "type": "file", "filename": name, "mime_type": crate::client::content_type(name),
+    let meta = json!({"id": id, "type": "file", "filename": name, "mime_type": content_type(name),
         "size_bytes": bytes.len(), "created_at": created_at, "downloadable": true,
         "scope": {"type": "session", "id": session_id}});
     state.files.insert(id.clone(), (meta, Bytes::copy_from_slice(bytes)));
@@ -1340,7 +1341,7 @@ fn upload(state: &Mutex<State>, request: &ReceivedRequest) -> Response<ResponseB
     let mut guard = lock(state);
     let id = guard.id("file");
     let now = guard.now();
-    let mime_type = crate::client::content_type(&filename);
+    let mime_type = content_type(&filename);
     let meta = json!({"id": id, "type": "file", "filename": filename, "mime_type": mime_type,
         "size_bytes": bytes.len(), "created_at": now, "downloadable": guard.options.uploads_downloadable});
     guard.files.insert(id, (meta.clone(), bytes));

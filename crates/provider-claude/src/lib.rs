@@ -71,37 +71,34 @@ pub mod artifacts;
 pub mod bootstrap;
 mod budget;
 mod builder;
-mod client;
 #[cfg(feature = "emulator")]
 pub mod emulator;
-// Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
-#[cfg(not(fuzzing))]
-mod events;
-#[cfg(fuzzing)]
-#[doc(hidden)]
-pub mod events;
 #[cfg(test)]
 mod parity;
 mod provider;
 pub mod provision;
-mod stream;
-mod timestamp;
+// Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
+#[cfg(not(fuzzing))]
+mod wire;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod wire;
 
 mod settings;
 
 pub use artifacts::ClaudeArtifacts;
 pub use budget::{BUDGET_REACHED, BudgetReached, SESSION_USAGE, SessionBudget};
 pub use builder::ClaudeManagedAgentsBuilder;
-pub use client::{ClaudeClient, ClaudeClientBuilder, ClaudeConfig, DEFAULT_BASE_URL};
 pub use provider::ClaudeManagedAgents;
 pub use provision::ClaudeProvisioner;
-pub use stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
+pub use wire::client::{ClaudeClient, ClaudeClientBuilder, ClaudeConfig, DEFAULT_BASE_URL};
+pub use wire::stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
 
 /// Internals reachable only from the fuzz targets in `fuzz/` (built with `--cfg fuzzing`, as `cargo fuzz` does).
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing {
-    pub use crate::stream::{Decoded, decode as decode_frame};
+    pub use crate::wire::stream::{Decoded, decode as decode_frame};
 }
 
 // The ported upstream tests in `parity` name the crate as users do.

@@ -14,10 +14,11 @@ use crate::artifacts::ClaudeArtifacts;
 use crate::bootstrap::Bootstrap;
 use crate::budget::SessionBudget;
 use crate::builder::ClaudeManagedAgentsBuilder;
-use crate::client::{ClaudeClient, excerpt};
-use crate::events;
 use crate::provision::{ClaudeProvisioner, Origin, ResourceKind};
-use crate::stream::EventStream;
+use crate::wire::client::ClaudeClient;
+use crate::wire::events;
+use crate::wire::excerpt;
+use crate::wire::stream::EventStream;
 
 /// Claude Managed Agents as a loop host: the agent loop runs on Anthropic's side; custom tool calls come back
 /// over the session's event stream and run locally through the session's handler. Cheap to clone.

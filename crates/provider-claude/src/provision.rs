@@ -42,9 +42,9 @@ use managed_agents_core::provision::{Digest, NamePolicy, ProvisionStore, update}
 use managed_agents_core::{AgentSpec, EnvironmentSpec, Error, Networking};
 use serde_json::{Map, Value, json};
 
-use crate::ClaudeClient;
 use crate::bootstrap::{Bootstrap, allow_mise_hosts};
-use crate::client::excerpt;
+use crate::wire::client::ClaudeClient;
+use crate::wire::excerpt;
 
 /// Which kind of resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

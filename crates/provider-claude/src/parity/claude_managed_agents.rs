@@ -6,7 +6,8 @@
 use std::sync::{Arc, Mutex};
 
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, events};
+use managed_agents_claude::wire::events;
+use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::Script;
 use managed_agents_core::http::server::{LoopbackServer, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Response, StatusCode};

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, events};
+use managed_agents_claude::wire::events;
+use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::{Event, Notification, ReconnectPolicy, Session, SessionOptions, Terminal};

@@ -1,10 +1,12 @@
 //! The live event stream: SSE frames turned into stream items.
 
-use crate::client::excerpt;
+use std::time::Duration;
+
 use managed_agents_core::http::{Incoming, SseBody, SseFrame};
 use managed_agents_core::{Error, Event, StreamItem};
 use serde_json::Value;
-use std::time::Duration;
+
+use crate::wire::excerpt;
 
 /// How many undecodable frames in a row the event stream skips before it fails.
 ///
