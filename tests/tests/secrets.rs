@@ -751,7 +751,7 @@ fn agentcore_sessions_print_no_secret() {
         line(&[" TRACE ", thread, "aws_sigv4::http_request::sign", "signing request"]),
         line(&[" TRACE ", thread, "aws_smithy_runtime::client::orchestrator", "transmitting request"]),
         line(&[" WARN ", thread, "gen_ai.provider.name=\"agentcore\"", "managed_agents_agentcore::provider"]),
-        line(&[" INFO ", thread, "managed_agents_agentcore::harness", "harness provisioned"]),
+        line(&[" INFO ", thread, "managed_agents_agentcore::provision", "harness provisioned"]),
     ];
     let runtime = runtime();
     runtime.block_on(agentcore_sessions(&mut printed, &mut expected));

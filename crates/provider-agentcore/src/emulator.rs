@@ -55,7 +55,9 @@ use managed_agents_core::http::{Bytes, Method, Response, StatusCode};
 use managed_agents_core::{Mode, RetryPolicy, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 
-use crate::{BedrockAgentCore, BedrockAgentCoreBuilder, ProvisionSettings};
+use crate::provider::agentcore::BedrockAgentCore;
+use crate::provider::builder::BedrockAgentCoreBuilder;
+use crate::provision::settings::ProvisionSettings;
 
 pub mod control;
 pub mod shell;
@@ -185,7 +187,7 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl AgentCoreEmulator {
-    /// Starts a server playing `scripts`: a [`Script`] shared by every runtime session, or
+    /// Starts a server playing `scripts`: a [`Script`](managed_agents_conformance::Script) shared by every runtime session, or
     /// [`Scripts::per_session`].
     pub async fn start(scripts: impl Into<Scripts>) -> io::Result<Self> {
         Self::with_options(scripts, EmulatorOptions::default()).await
@@ -270,9 +272,7 @@ impl AgentCoreEmulator {
     /// A provider on [`AgentCoreEmulator::client`] and [`AgentCoreEmulator::control_client`], retrying quickly
     /// (2 retries from 5 ms) and provisioning with [`AgentCoreEmulator::provision_settings`].
     pub fn provider(&self) -> BedrockAgentCore {
-        BedrockAgentCore::new(self.client())
-            .with_retry(Self::retry())
-            .with_control(self.control_client(), Self::provision_settings())
+        self.provider_builder().build().expect("the emulator's provider builds")
     }
 
     /// A builder on both clients with the quick retries and provisioning settings of
@@ -813,7 +813,7 @@ async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<R
         body: body.clone(),
     });
     let Some(session_id) = session_id else { return aws_error(400, "the runtime session id header is required") };
-    if crate::validate_session_id(&session_id).is_err() {
+    if crate::provider::session_id::validate_session_id(&session_id).is_err() {
         return aws_error(400, "the runtime session id must have 33 to 100 characters: [a-zA-Z0-9][a-zA-Z0-9-_]*");
     }
     let Some(harness_arn) = request.uri.query().and_then(|q| query_value(q, "harnessArn")) else {

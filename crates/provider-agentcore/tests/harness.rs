@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use managed_agents_agentcore::ProvisionSettings;
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, ControlOptions, EXECUTION_ROLE_ARN, Transition};
-use managed_agents_agentcore::harness::{HarnessStatusClass, Provenance, classify, harness_name};
+use managed_agents_agentcore::provision::Provenance;
 use managed_agents_conformance::{Script, ScriptTurn};
+use managed_agents_core::provision::{Digest, NamePolicy};
 use managed_agents_core::{AgentSpec, Error, Provider, Session, SessionOptions, ToolSchema, tool_fn};
 
 fn spec() -> AgentSpec {
@@ -16,8 +17,21 @@ fn spec() -> AgentSpec {
         .tool(ToolSchema::with_string_params("lookup", "Looks an order up", &["order"]))
 }
 
+/// The name provisioning gives the spec (no prefix): `<name>_<digest8>` under AgentCore's rule, the digest the
+/// spec's own or, with an environment, that of both digests.
+fn name_in(environment: Option<&managed_agents_core::EnvironmentSpec>) -> String {
+    let spec = spec();
+    let digest = match environment {
+        None => spec.digest(),
+        Some(env) => {
+            Digest::of_json(&serde_json::json!({"agent": spec.digest().hex(), "environment": env.digest().hex()}))
+        }
+    };
+    NamePolicy::AGENTCORE.compose(&spec.name, &digest).expect("a valid name")
+}
+
 fn name() -> String {
-    harness_name(&spec(), None, None).expect("a valid name")
+    name_in(None)
 }
 
 async fn emulator() -> AgentCoreEmulator {
@@ -223,20 +237,6 @@ async fn nothing_is_sent_without_an_execution_role() {
 }
 
 #[test]
-fn every_status_is_classified() {
-    use aws_sdk_bedrockagentcorecontrol::types::HarnessStatus;
-    assert_eq!(classify(&HarnessStatus::Ready), HarnessStatusClass::Ready);
-    assert_eq!(classify(&HarnessStatus::Creating), HarnessStatusClass::InProgress);
-    assert_eq!(classify(&HarnessStatus::Updating), HarnessStatusClass::InProgress);
-    assert_eq!(classify(&HarnessStatus::Deleting), HarnessStatusClass::Deleting);
-    for failed in [HarnessStatus::CreateFailed, HarnessStatus::UpdateFailed, HarnessStatus::DeleteFailed] {
-        assert_eq!(classify(&failed), HarnessStatusClass::Failed);
-    }
-    assert_eq!(classify(&HarnessStatus::from("INACTIVE")), HarnessStatusClass::Unknown);
-    assert!(!HarnessStatusClass::Unknown.adoptable() && HarnessStatusClass::InProgress.adoptable());
-}
-
-#[test]
 fn settings_are_validated() {
     let zero = ProvisionSettings::default().with_budget(Duration::ZERO);
     assert!(matches!(zero.validate(), Err(Error::InvalidOption { option: "provision_budget", .. })));
@@ -359,7 +359,7 @@ async fn an_environment_reaches_the_create_and_the_name() {
         }}));
     let provisioned = emulator.provider().provision_harness(&spec(), Some(&environment)).await.expect("provisioned");
     assert_ne!(provisioned.name, name(), "another environment, another harness");
-    assert_eq!(provisioned.name, harness_name(&spec(), Some(&environment), None).expect("name"));
+    assert_eq!(provisioned.name, name_in(Some(&environment)));
     let create = &emulator.control_requests()[0];
     assert_eq!(create.body["environment"], environment.config.clone().expect("config"));
     let unsupported = managed_agents_core::EnvironmentSpec::new().config(serde_json::json!({"somethingElse": {}}));

@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, ControlOptions, EXECUTION_ROLE_ARN, Transition};
-use managed_agents_agentcore::harness::{Provenance, harness_name};
+use managed_agents_agentcore::provision::Provenance;
 use managed_agents_agentcore::{ProvisionSettings, ProvisionedHarness};
 use managed_agents_conformance::{Script, ScriptTurn};
+use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{AgentSpec, EnvironmentSpec, Error, Provider, Session, SessionOptions, ToolSchema, tool_fn};
 use serde_json::{Value, json};
 
@@ -29,8 +30,13 @@ fn spec() -> AgentSpec {
     ))
 }
 
+/// The name provisioning gives `spec` (no environment, no prefix): `<name>_<digest8>` under AgentCore's rule.
+fn name_of(spec: &AgentSpec) -> String {
+    NamePolicy::AGENTCORE.compose(&spec.name, &spec.digest()).expect("name")
+}
+
 fn name() -> String {
-    harness_name(&spec(), None, None).expect("name")
+    name_of(&spec())
 }
 
 async fn emulator() -> AgentCoreEmulator {
@@ -150,7 +156,7 @@ async fn the_create_carries_the_validated_fields() {
     assert_eq!(body["executionRoleArn"], EXECUTION_ROLE_ARN);
     assert_eq!(body["model"], json!({"bedrockModelConfig": {"modelId": "claude-sonnet-4-6"}}));
     assert_eq!(body["systemPrompt"], json!([{"text": "hi"}]));
-    assert_eq!(body["harnessName"], harness_name(&spec, None, None).expect("name"));
+    assert_eq!(body["harnessName"], name_of(&spec));
 }
 
 /// bedrock_agent_core_test.exs: "blank execution_role_arn is still rejected" (through `Provider::provision`).
@@ -555,85 +561,6 @@ async fn the_handle_runs_a_session() {
         .await
         .expect("a session");
     assert_eq!(result.text, "ok");
-}
-
-/// bedrock_agent_core_test.exs: "harness_name/2's digest is byte-identical to ReqManagedAgents.Agent.Spec.digest/1
-/// for a spec with no environment fields". By decision: the digest is the spec's own (`AgentSpec::digest`, over
-/// canonical JSON), not upstream's Erlang-term hash, so the names differ from upstream's; the name's suffix is
-/// the spec digest, and an empty base becomes `a`.
-#[test]
-fn the_name_carries_the_spec_digest() {
-    let spec = spec();
-    let name = harness_name(&spec, None, None).expect("name");
-    assert_eq!(name, format!("harness_{}", spec.digest().short()));
-    let mut unnamed = spec.clone();
-    unnamed.name = String::new();
-    assert_eq!(harness_name(&unnamed, None, None).expect("name"), format!("a_{}", spec.digest().short()));
-}
-
-/// bedrock_agent_core_test.exs: "two specs differing only in name produce different harness names".
-#[test]
-fn specs_differing_only_in_name_get_different_names() {
-    let a = AgentSpec::new("rma-live-bedrock-harness", "p");
-    let b = AgentSpec::new("rma-live-bedrock-reattach", "p");
-    assert_ne!(harness_name(&a, None, Some("rma_live")).unwrap(), harness_name(&b, None, Some("rma_live")).unwrap());
-}
-
-fn aws_name(name: &str) -> bool {
-    (1..=40).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// bedrock_agent_core_test.exs: "harness names satisfy the AWS charset and length constraint".
-#[test]
-fn names_satisfy_the_aws_rule() {
-    let spec = AgentSpec::new("rma-live-bedrock-harness", "p");
-    let name = harness_name(&spec, None, Some("rma_live")).unwrap();
-    assert!(aws_name(&name), "{name}");
-}
-
-/// bedrock_agent_core_test.exs: "a nil prefix still produces a valid name".
-#[test]
-fn no_prefix_still_gives_a_valid_name() {
-    assert!(aws_name(&harness_name(&AgentSpec::new("orchestrated-agent", "p"), None, None).unwrap()));
-}
-
-/// bedrock_agent_core_test.exs: "a spec with no name at all still produces a valid name".
-#[test]
-fn no_name_still_gives_a_valid_name() {
-    assert!(aws_name(&harness_name(&AgentSpec::new("", "p"), None, None).unwrap()));
-}
-
-/// bedrock_agent_core_test.exs: "harness_name/3 env-arg is nil-default and byte-identical to the 2-arg env-less
-/// name".
-#[test]
-fn no_environment_is_the_environmentless_name() {
-    let spec = AgentSpec::new("x", "x");
-    assert_eq!(harness_name(&spec, None, Some("t")).unwrap(), format!("t_x_{}", spec.digest().short()));
-}
-
-/// bedrock_agent_core_test.exs: "harness_name/3 folds the Environment.Spec digest in — different environments →
-/// different names (#70/#72)".
-#[test]
-fn environments_fold_into_the_name() {
-    let spec = AgentSpec::new("x", "x");
-    let a = EnvironmentSpec::new().config(json!({"environment": {"a": 1}}));
-    let b = EnvironmentSpec::new().config(json!({"environment": {"b": 2}}));
-    let envless = harness_name(&spec, None, Some("t")).unwrap();
-    let (with_a, with_b) =
-        (harness_name(&spec, Some(&a), Some("t")).unwrap(), harness_name(&spec, Some(&b), Some("t")).unwrap());
-    assert_ne!(with_a, envless);
-    assert_ne!(with_a, with_b);
-}
-
-/// bedrock_agent_core_test.exs: "harness_name/3 ignores the environment name (name excluded from the digest)".
-#[test]
-fn the_environment_name_is_not_in_the_name() {
-    let spec = AgentSpec::new("x", "x");
-    let one = EnvironmentSpec::new().name("one").config(json!({"environment": {"a": 1}}));
-    let two = EnvironmentSpec::new().name("two").config(json!({"environment": {"a": 1}}));
-    assert_eq!(harness_name(&spec, Some(&one), None).unwrap(), harness_name(&spec, Some(&two), None).unwrap());
 }
 
 fn live_canary_environment() -> EnvironmentSpec {

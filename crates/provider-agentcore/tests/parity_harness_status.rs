@@ -2,54 +2,23 @@
 //! every harness status is classified, and the ready-wait and 409 recovery act on the class. Waits run through
 //! the real control-plane SDK client against the AgentCore emulator.
 
-use aws_sdk_bedrockagentcorecontrol::types::HarnessStatus;
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
-use managed_agents_agentcore::harness::{HarnessStatusClass, Provenance, classify, harness_name};
+use managed_agents_agentcore::provision::Provenance;
 use managed_agents_conformance::Script;
+use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{AgentSpec, Error};
 
 fn spec() -> AgentSpec {
     AgentSpec::new("harness", "be helpful")
 }
 
+/// The name provisioning gives the spec: `<name>_<digest8>` under AgentCore's rule.
 fn name() -> String {
-    harness_name(&spec(), None, None).expect("name")
+    NamePolicy::AGENTCORE.compose(&spec().name, &spec().digest()).expect("name")
 }
 
 fn gets(emulator: &AgentCoreEmulator) -> usize {
     emulator.control_requests().iter().filter(|r| r.method == "GET" && r.path.starts_with("/harnesses/")).count()
-}
-
-/// harness_status_test.exs: "classifies the known vocabulary".
-#[test]
-fn the_known_vocabulary_is_classified() {
-    assert_eq!(classify(&HarnessStatus::from("READY")), HarnessStatusClass::Ready);
-    assert_eq!(classify(&HarnessStatus::from("CREATING")), HarnessStatusClass::InProgress);
-    assert_eq!(classify(&HarnessStatus::from("UPDATING")), HarnessStatusClass::InProgress);
-    assert_eq!(classify(&HarnessStatus::from("DELETING")), HarnessStatusClass::Deleting);
-    for failed in ["CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED"] {
-        assert_eq!(classify(&HarnessStatus::from(failed)), HarnessStatusClass::Failed, "{failed}");
-    }
-}
-
-/// harness_status_test.exs: "an unrecognized status is named, not silently polled".
-#[test]
-fn an_unknown_status_is_its_own_class() {
-    let status = HarnessStatus::from("INACTIVE");
-    assert_eq!(classify(&status), HarnessStatusClass::Unknown);
-    assert_eq!(status.as_str(), "INACTIVE", "the status keeps its name for the error");
-}
-
-/// harness_status_test.exs: "every harness status the mirrored service model declares is classified". Upstream
-/// read botocore's model from a private corpus; the SDK's generated enum is that model, so every value it
-/// declares must land in a known class.
-#[test]
-fn every_status_the_service_model_declares_is_classified() {
-    let declared = HarnessStatus::values();
-    assert!(declared.len() >= 7, "{declared:?}");
-    for status in declared {
-        assert_ne!(classify(&HarnessStatus::from(*status)), HarnessStatusClass::Unknown, "{status}");
-    }
 }
 
 /// harness_status_test.exs: "a DELETING harness terminates the ready-wait instead of polling it".

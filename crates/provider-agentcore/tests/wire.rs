@@ -372,8 +372,9 @@ async fn the_builder_refuses_what_cannot_work_and_its_knobs_reach_the_wire() {
         .qualifier("live_endpoint")
         .build()
         .unwrap();
-    assert_eq!((provider.idle_timeout(), provider.request_timeout()), (Duration::from_secs(7), Duration::from_secs(8)));
-    assert_eq!((provider.retry(), provider.qualifier()), (RetryPolicy::none(), Some("live_endpoint")));
+    let http = provider.http_settings();
+    assert_eq!((http.idle_timeout, http.request_timeout), (Duration::from_secs(7), Duration::from_secs(8)));
+    assert_eq!((http.retry, provider.qualifier()), (RetryPolicy::none(), Some("live_endpoint")));
     Session::run(&provider, EchoTools, options(&emulator)).await.unwrap();
     assert!(emulator.requests()[0].path.ends_with("&qualifier=live_endpoint"), "{}", emulator.requests()[0].path);
 }

@@ -1,9 +1,6 @@
-//! The Bedrock AgentCore harness provider.
+//! One session's connection: each turn is one `InvokeHarness` call, its event stream read under one idle timer,
+//! retried when it was cut short or failed for a reason that may pass.
 
-use std::fmt;
-use std::time::Duration;
-
-use crate::settings::nonzero;
 use async_trait::async_trait;
 use aws_sdk_bedrockagentcore::Client;
 use aws_sdk_bedrockagentcore::config::http::HttpResponse;
@@ -12,346 +9,29 @@ use aws_sdk_bedrockagentcore::operation::invoke_harness::InvokeHarnessError;
 use aws_sdk_bedrockagentcore::types::error::{InvokeHarnessStreamOutputError, ValidationException};
 use aws_sdk_bedrockagentcore::types::{HarnessBedrockModelConfig, HarnessModelConfiguration};
 use aws_smithy_types::event_stream::RawMessage;
-use managed_agents_core::{
-    AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, LiveEvents, OpenConnection,
-    OpenRequest, Provider, RequestResponseConnection, RetryPolicy, TurnInput, TurnResult,
-};
+use managed_agents_core::{Connection, Error, Event, LiveEvents, OpenRequest, RequestResponseConnection, TurnInput};
 
-use crate::convert::stream_event;
-use crate::harness::{ProvisionSettings, harness_id_from_arn};
-use crate::idle::IdleTimer;
-use crate::sdk_error::{self, Part};
-use crate::session_id::{new_session_id, validate_session_id};
-use crate::wire;
+use super::settings::Settings;
+use crate::wire::convert::stream_event;
+use crate::wire::events::is_complete;
+use crate::wire::idle::IdleTimer;
+use crate::wire::messages::{AssistantBlock, assistant_blocks, messages_after};
+use crate::wire::sdk_error::{self, Part};
 
-/// The default longest silence on an event stream.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-/// The default longest wait for `InvokeHarness` to answer (its response head).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The default retries of one turn: 2 retries, from 500 ms.
-fn default_retry() -> RetryPolicy {
-    RetryPolicy::default().with_max_retries(2).with_initial(Duration::from_millis(500))
+/// The per-invocation overrides a session opens with (the model and the provider options).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Overrides {
+    model: Option<String>,
+    timeout_seconds: Option<i32>,
+    max_iterations: Option<i32>,
+    max_tokens: Option<i32>,
+    runtime_user_id: Option<String>,
 }
 
-/// How invocations behave (set through [`BedrockAgentCoreBuilder`]).
-#[derive(Debug, Clone, PartialEq)]
-struct Settings {
-    idle_timeout: Duration,
-    request_timeout: Duration,
-    retry: RetryPolicy,
-    qualifier: Option<String>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            retry: default_retry(),
-            qualifier: None,
-        }
-    }
-}
-
-/// Amazon Bedrock AgentCore's harness as a loop host, on the official AWS SDK: each turn is one `InvokeHarness`
-/// call whose event stream is read as it arrives; custom (`inline_function`) tool calls end the call with
-/// `tool_use` and run locally through the session's handler. Cheap to clone.
-///
-/// Made by [`BedrockAgentCore::builder`] (never reads the environment), [`BedrockAgentCore::from_env`] (the
-/// standard AWS chain) or [`BedrockAgentCore::new`] (an SDK client, default settings).
-///
-/// Open options: `agent_id` is the harness ARN (or an `AgentHandle` carrying it); `session_id` reattaches to a
-/// runtime session (it must follow AgentCore's id rule), otherwise a fresh id is generated. Per-invocation
-/// overrides: `SessionOptions::model` (a Bedrock model id), and the provider options `timeout_seconds`,
-/// `max_iterations`, `max_tokens` (integers) and `runtime_user_id` (string).
-///
-/// Provisioning ([`Provider::provision`], [`BedrockAgentCore::provision_harness`]) runs on the control-plane
-/// client (`aws-sdk-bedrockagentcorecontrol`) with the [`ProvisionSettings`] of the builder; see
-/// [`crate::harness`].
-#[derive(Clone)]
-pub struct BedrockAgentCore {
-    client: Client,
-    control: Option<aws_sdk_bedrockagentcorecontrol::Client>,
-    settings: Settings,
-    provisioning: ProvisionSettings,
-}
-
-impl fmt::Debug for BedrockAgentCore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The SDK client's own Debug output does not print credentials; keep ours to the settings.
-        f.debug_struct("BedrockAgentCore")
-            .field("settings", &self.settings)
-            .field("provisioning", &self.provisioning)
-            .finish_non_exhaustive()
-    }
-}
-
-impl BedrockAgentCore {
-    /// What the provider supports: the model chosen per run.
-    pub const CAPABILITIES: Capabilities = Capabilities::none().with_runtime_model();
-
-    /// A builder; it never reads the environment.
-    pub fn builder() -> BedrockAgentCoreBuilder {
-        BedrockAgentCoreBuilder::default()
-    }
-
-    /// A provider on an SDK client you configured, with the default settings: shorthand for
-    /// `BedrockAgentCore::builder().client(client).build()` without its region check. Disable the SDK's own
-    /// retries on the client (`RetryConfig::disabled()`): the provider retries what is worth retrying (see
-    /// [`BedrockAgentCoreBuilder::retry`]).
-    pub fn new(client: Client) -> Self {
-        Self { client, control: None, settings: Settings::default(), provisioning: ProvisionSettings::default() }
-    }
-
-    /// A provider configured by the standard AWS chain (environment, profile, web identity, container, IMDS;
-    /// region from `AWS_REGION` / the profile), so endpoints follow the region; TLS is rustls with ring. Fails
-    /// with [`Error::InvalidOption`] (`region`) when the chain yields no region. For other settings, start from
-    /// [`BedrockAgentCoreBuilder::from_env`].
-    pub async fn from_env() -> Result<Self, Error> {
-        BedrockAgentCoreBuilder::from_env().await.build()
-    }
-
-    /// With another retry policy (already valid: the emulator's).
-    #[cfg(feature = "emulator")]
-    pub(crate) fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.settings.retry = retry;
-        self
-    }
-
-    /// With a control-plane client and provisioning settings (already valid: the emulator's).
-    #[cfg(feature = "emulator")]
-    pub(crate) fn with_control(
-        mut self,
-        control: aws_sdk_bedrockagentcorecontrol::Client,
-        provisioning: ProvisionSettings,
-    ) -> Self {
-        self.control = Some(control);
-        self.provisioning = provisioning;
-        self
-    }
-
-    /// The SDK client, for the calls the loop does not use.
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    /// The control-plane SDK client (harness lifecycle), when configured.
-    pub fn control_client(&self) -> Option<&aws_sdk_bedrockagentcorecontrol::Client> {
-        self.control.as_ref()
-    }
-
-    /// How harnesses are provisioned.
-    pub fn provisioning(&self) -> &ProvisionSettings {
-        &self.provisioning
-    }
-
-    /// The longest silence on an event stream before the call counts as stalled.
-    pub fn idle_timeout(&self) -> Duration {
-        self.settings.idle_timeout
-    }
-
-    /// The longest wait for `InvokeHarness` to answer.
-    pub fn request_timeout(&self) -> Duration {
-        self.settings.request_timeout
-    }
-
-    /// The retries of one turn.
-    pub fn retry(&self) -> RetryPolicy {
-        self.settings.retry
-    }
-
-    /// The endpoint qualifier, if any.
-    pub fn qualifier(&self) -> Option<&str> {
-        self.settings.qualifier.as_deref()
-    }
-}
-
-/// Builds a [`BedrockAgentCore`]. [`BedrockAgentCore::builder`] never reads the environment;
-/// [`BedrockAgentCoreBuilder::from_env`] starts from the standard AWS chain. Give it an SDK client
-/// ([`client`](Self::client)) or an SDK configuration ([`sdk_config`](Self::sdk_config)); every other knob has
-/// a default.
-#[derive(Clone, Default)]
-#[must_use]
-pub struct BedrockAgentCoreBuilder {
-    client: Option<Client>,
-    control: Option<aws_sdk_bedrockagentcorecontrol::Client>,
-    provisioning: Option<ProvisionSettings>,
-    idle_timeout: Option<Duration>,
-    request_timeout: Option<Duration>,
-    retry: Option<RetryPolicy>,
-    qualifier: Option<String>,
-}
-
-impl fmt::Debug for BedrockAgentCoreBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BedrockAgentCoreBuilder")
-            .field("client", &self.client.as_ref().map(|_| "…"))
-            .field("control_client", &self.control.as_ref().map(|_| "…"))
-            .field("provisioning", &self.provisioning)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("retry", &self.retry)
-            .field("qualifier", &self.qualifier)
-            .finish()
-    }
-}
-
-/// Our HTTPS client: rustls with ring (no aws-lc build).
-fn https_client() -> aws_sdk_bedrockagentcore::config::SharedHttpClient {
-    let tls =
-        aws_smithy_http_client::tls::Provider::Rustls(aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring);
-    aws_smithy_http_client::Builder::new().tls_provider(tls).build_https()
-}
-
-impl BedrockAgentCoreBuilder {
-    /// An empty builder: nothing is read from the environment.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A builder whose clients (data and control plane) are configured by the standard AWS chain (see
-    /// [`BedrockAgentCore::from_env`]), with the SDK's own retries off, and whose provisioning execution role is
-    /// `AGENTCORE_EXECUTION_ROLE_ARN` when set.
-    pub async fn from_env() -> Self {
-        // Our own retries decide what is worth repeating; the SDK's would multiply them.
-        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .http_client(https_client())
-            .retry_config(aws_config::retry::RetryConfig::disabled())
-            .load()
-            .await;
-        let builder = Self::new().sdk_config(&config);
-        match crate::settings::env_var("AGENTCORE_EXECUTION_ROLE_ARN") {
-            Some(role) => builder.provisioning(ProvisionSettings::default().with_execution_role_arn(role)),
-            None => builder,
-        }
-    }
-
-    /// The SDK client to call through, used as given: disable its retries (`RetryConfig::disabled()`), the
-    /// provider retries what is worth retrying. Replaces an earlier [`sdk_config`](Self::sdk_config).
-    pub fn client(mut self, client: Client) -> Self {
-        self.client = Some(client);
-        self
-    }
-
-    /// Builds both SDK clients (data plane and control plane) from a shared AWS configuration (credentials,
-    /// region, endpoint …), with the SDK's retries off, and rustls with ring when the configuration names no HTTP
-    /// client. Replaces an earlier [`client`](Self::client) and [`control_client`](Self::control_client).
-    pub fn sdk_config(mut self, config: &aws_config::SdkConfig) -> Self {
-        let http = config.http_client().is_none().then(https_client);
-        let mut data = aws_sdk_bedrockagentcore::config::Builder::from(config)
-            .retry_config(aws_sdk_bedrockagentcore::config::retry::RetryConfig::disabled());
-        let mut control = aws_sdk_bedrockagentcorecontrol::config::Builder::from(config)
-            .retry_config(aws_sdk_bedrockagentcorecontrol::config::retry::RetryConfig::disabled());
-        if let Some(http) = http {
-            data = data.http_client(http.clone());
-            control = control.http_client(http);
-        }
-        self.client = Some(Client::from_conf(data.build()));
-        self.control = Some(aws_sdk_bedrockagentcorecontrol::Client::from_conf(control.build()));
-        self
-    }
-
-    /// The control-plane SDK client harness provisioning calls (`CreateHarness`, `GetHarness`, `ListHarnesses`,
-    /// `DeleteHarness`), used as given. Without one (and without [`sdk_config`](Self::sdk_config)) provisioning
-    /// fails with [`Error::InvalidOption`] (`control_client`); sessions do not need it.
-    pub fn control_client(mut self, client: aws_sdk_bedrockagentcorecontrol::Client) -> Self {
-        self.control = Some(client);
-        self
-    }
-
-    /// How harnesses are provisioned: execution role, one wall-clock budget per call, poll intervals, request
-    /// and rollback timeouts, listing page size (checked with [`ProvisionSettings::validate`]).
-    pub fn provisioning(mut self, settings: ProvisionSettings) -> Self {
-        self.provisioning = Some(settings);
-        self
-    }
-
-    /// The longest silence on an event stream before the call counts as stalled (default 300 s; must not be
-    /// zero). The SDK applies none to `InvokeHarness`; this is not a wall clock.
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = Some(timeout);
-        self
-    }
-
-    /// The longest wait for `InvokeHarness` to answer, up to its response head (default 300 s; must not be
-    /// zero). A timed-out call is retried like a connection failure.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = Some(timeout);
-        self
-    }
-
-    /// Retries of one turn (default: 2 retries from 500 ms; checked with [`RetryPolicy::validate`]): a stream
-    /// cut short (no `messageStop`) and transient service errors (throttling, internal errors, connection
-    /// failures). Validation errors and in-stream exceptions are never retried.
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = Some(retry);
-        self
-    }
-
-    /// The endpoint qualifier (the harness endpoint to invoke; default: the service's `DEFAULT`).
-    pub fn qualifier(mut self, qualifier: impl Into<String>) -> Self {
-        self.qualifier = Some(qualifier.into());
-        self
-    }
-
-    /// Builds the provider. Fails with [`Error::InvalidOption`] without a client or SDK configuration
-    /// (`client`), when the client has no region (`region`: requests could not be signed), with a zero timeout,
-    /// or with an invalid retry policy.
-    pub fn build(self) -> Result<BedrockAgentCore, Error> {
-        let client = self.client.ok_or_else(|| {
-            Error::invalid_option("client", "no SDK client or configuration given (set one, or use from_env)")
-        })?;
-        if client.config().region().is_none() {
-            return Err(Error::invalid_option(
-                "region",
-                "the SDK configuration has no region (set AWS_REGION, a profile region, or one on the config)",
-            ));
-        }
-        let idle_timeout = nonzero("idle_timeout", self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT))?;
-        let request_timeout = nonzero("request_timeout", self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT))?;
-        let retry = self.retry.unwrap_or_else(default_retry);
-        retry.validate()?;
-        let provisioning = self.provisioning.unwrap_or_default();
-        provisioning.validate()?;
-        Ok(BedrockAgentCore {
-            client,
-            control: self.control,
-            settings: Settings { idle_timeout, request_timeout, retry, qualifier: self.qualifier },
-            provisioning,
-        })
-    }
-}
-
-#[async_trait]
-impl Provider for BedrockAgentCore {
-    fn name(&self) -> &str {
-        "agentcore"
-    }
-
-    /// The region: harnesses live in one region. Two accounts in one region sharing a durable store should use
-    /// stores of their own (the account is not known without a call).
-    fn provision_scope(&self) -> String {
-        let region = self.client.config().region().map(|region| region.as_ref().to_string()).unwrap_or_default();
-        format!("agentcore:{region}")
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
-    }
-
-    async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
-        let harness_arn = request
-            .agent_id
-            .clone()
-            .ok_or_else(|| Error::invalid_option("agent_id", "an AgentCore session needs the harness ARN"))?;
-        let (session_id, resumed) = match &request.session_id {
-            Some(id) => {
-                validate_session_id(id)?;
-                (id.clone(), true)
-            }
-            None => (new_session_id(), false),
-        };
+impl Overrides {
+    /// The overrides `request` asks for: `SessionOptions::model` and the provider options `timeout_seconds`,
+    /// `max_iterations`, `max_tokens` (positive integers) and `runtime_user_id` (a string).
+    pub(super) fn from_request(request: &OpenRequest) -> Result<Self, Error> {
         let integer = |key: &'static str| -> Result<Option<i32>, Error> {
             match request.option(key) {
                 None => Ok(None),
@@ -363,57 +43,18 @@ impl Provider for BedrockAgentCore {
                     .ok_or_else(|| Error::invalid_option(key, "must be a positive integer")),
             }
         };
-        let overrides = Overrides {
+        Ok(Self {
             model: request.model.clone(),
             timeout_seconds: integer("timeout_seconds")?,
             max_iterations: integer("max_iterations")?,
             max_tokens: integer("max_tokens")?,
             runtime_user_id: request.str_option("runtime_user_id").map(str::to_string),
-        };
-        Ok(OpenConnection::RequestResponse(Box::new(AgentCoreConnection {
-            client: self.client.clone(),
-            settings: self.settings.clone(),
-            harness_arn,
-            session_id,
-            resumed,
-            overrides,
-            previous: Vec::new(),
-        })))
-    }
-
-    fn normalize(&self, events: &[Event]) -> TurnResult {
-        wire::normalize(events)
-    }
-
-    fn text_delta(&self, event: &Event) -> Option<String> {
-        wire::text_delta(event)
-    }
-
-    /// Provisions the harness of `spec` (see [`BedrockAgentCore::provision_harness`]); the handle's `agent_id` is
-    /// the harness ARN.
-    async fn provision(&self, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
-        Ok(self.provision_harness(spec, environment).await?.handle())
-    }
-
-    /// Deletes the harness whose ARN is the handle's `agent_id` and waits until it is gone (see
-    /// [`BedrockAgentCore::teardown_harness`]).
-    async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
-        let id = harness_id_from_arn(&handle.agent_id)
-            .ok_or_else(|| Error::invalid_option("agent_id", "an AgentCore handle's agent_id must be a harness ARN"))?;
-        self.teardown_harness(id).await
+        })
     }
 }
 
-#[derive(Debug, Clone, Default)]
-struct Overrides {
-    model: Option<String>,
-    timeout_seconds: Option<i32>,
-    max_iterations: Option<i32>,
-    max_tokens: Option<i32>,
-    runtime_user_id: Option<String>,
-}
-
-struct AgentCoreConnection {
+/// One runtime session on one harness.
+pub(super) struct AgentCoreConnection {
     client: Client,
     settings: Settings,
     harness_arn: String,
@@ -421,7 +62,21 @@ struct AgentCoreConnection {
     resumed: bool,
     overrides: Overrides,
     /// The reasoning and tool-call blocks of the last call's final assistant message, echoed on resume.
-    previous: Vec<wire::AssistantBlock>,
+    previous: Vec<AssistantBlock>,
+}
+
+impl AgentCoreConnection {
+    /// A connection to `session_id` (`resumed` when the caller gave the id) on `harness_arn`.
+    pub(super) fn new(
+        client: Client,
+        settings: Settings,
+        harness_arn: String,
+        session_id: String,
+        resumed: bool,
+        overrides: Overrides,
+    ) -> Self {
+        Self { client, settings, harness_arn, session_id, resumed, overrides, previous: Vec::new() }
+    }
 }
 
 /// Why one invocation attempt failed, and whether another attempt may succeed.
@@ -510,8 +165,8 @@ impl AgentCoreConnection {
                 .map_err(|e| Attempt::Fatal(Error::invalid_option("model", e.to_string())))?;
             call = call.model(HarnessModelConfiguration::BedrockModelConfig(config));
         }
-        let idle = self.settings.idle_timeout;
-        let limit = self.settings.request_timeout;
+        let idle = self.settings.http.idle_timeout;
+        let limit = self.settings.http.request_timeout;
         let output = match tokio::time::timeout(limit, call.send()).await {
             Err(_) => return Err(Attempt::Retry(Error::response_timeout(limit))),
             Ok(result) => result.map_err(invoke_error)?,
@@ -522,9 +177,9 @@ impl AgentCoreConnection {
         loop {
             let next = match timer.run(stream.recv()).await {
                 // After the final `messageStop` the turn is whole: a silence or a broken tail loses nothing.
-                Err(_) if wire::is_complete(&events) => break,
+                Err(_) if is_complete(&events) => break,
                 Err(_) => return Err(Attempt::Fatal(Error::stream_idle_timeout(idle))),
-                Ok(Err(_)) if wire::is_complete(&events) => break,
+                Ok(Err(_)) if is_complete(&events) => break,
                 Ok(next) => next.map_err(stream_error)?,
             };
             let Some(item) = next else { break };
@@ -532,7 +187,7 @@ impl AgentCoreConnection {
             live.emit(event.clone());
             events.push(event);
         }
-        if !wire::is_complete(&events) {
+        if !is_complete(&events) {
             return Err(Attempt::Retry(Error::provider(
                 "agentcore",
                 Some("early_termination".into()),
@@ -560,19 +215,19 @@ impl RequestResponseConnection for AgentCoreConnection {
     /// Invokes the harness; a stream cut short or a transient failure is retried (up to `retry.max_retries`
     /// times, with backoff), the events of a failed attempt having been reported live already (at-least-once).
     async fn poll_turn(&mut self, input: TurnInput, live: LiveEvents) -> Result<Vec<Event>, Error> {
-        let messages = wire::messages_after(input, &std::mem::take(&mut self.previous))?;
+        let messages = messages_after(input, &std::mem::take(&mut self.previous))?;
         let mut retry = 0;
         loop {
             match self.attempt(&messages, &live).await {
                 Ok(events) => {
-                    self.previous = wire::assistant_blocks(&events);
+                    self.previous = assistant_blocks(&events);
                     return Ok(events);
                 }
                 Err(Attempt::Fatal(error)) => return Err(error),
-                Err(Attempt::Retry(error)) if retry >= self.settings.retry.max_retries => return Err(error),
+                Err(Attempt::Retry(error)) if retry >= self.settings.http.retry.max_retries => return Err(error),
                 Err(Attempt::Retry(error)) => {
                     retry += 1;
-                    let delay = self.settings.retry.delay(retry, None, fastrand::f64());
+                    let delay = self.settings.http.retry.delay(retry, None, fastrand::f64());
                     tracing::warn!(retry, ?delay, %error, "InvokeHarness failed; retrying");
                     tokio::time::sleep(delay).await;
                 }
@@ -583,9 +238,10 @@ impl RequestResponseConnection for AgentCoreConnection {
 
 #[cfg(all(test, feature = "emulator"))]
 mod tests {
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use managed_agents_conformance::{Fault, Script, ScriptTurn};
+    use managed_agents_core::{OpenConnection, Provider};
 
     use super::*;
     use crate::emulator::AgentCoreEmulator;

@@ -6,8 +6,8 @@ use aws_sdk_bedrockagentcore::Client;
 use aws_sdk_bedrockagentcore::types::{InvokeAgentRuntimeCommandRequestBody, InvokeAgentRuntimeCommandStreamOutput};
 use managed_agents_core::Error;
 
-use crate::idle::IdleTimer;
-use crate::sdk_error::{self, Part};
+use crate::wire::idle::IdleTimer;
+use crate::wire::sdk_error::{self, Part};
 
 /// The operation that runs a command.
 const OPERATION: &str = "InvokeAgentRuntimeCommand";

@@ -1,37 +1,4 @@
-//! Session artifacts in AgentCore session storage, reached through runtime commands
-//! (`InvokeAgentRuntimeCommand`).
-//!
-//! A harness (or agent runtime) configured with a `sessionStorage` filesystem mounts a directory that lives as long
-//! as the runtime session; [`SessionStorageArtifacts`] reads and writes the files under it by running POSIX shell
-//! commands in the session's microVM. Bytes cross the command stream as base64, so this is for report-sized
-//! artifacts (MiB), not bulk data.
-//!
-//! # The commands
-//!
-//! Every path is single-quoted (a `'` inside becomes `'\''`), so names with spaces, quotes, `$`, `*` or any other
-//! character reach the shell as one literal word; numbers are ours. `P` is an artifact's path, `D` its directory,
-//! `T` a temporary file beside it (`.partial-<16 hex>`), `B` a chunk of base64:
-//!
-//! | operation | command |
-//! |---|---|
-//! | put, first chunk | `mkdir -p D && printf %s B \| base64 -d > T` |
-//! | put, later chunks | `printf %s B \| base64 -d >> T` |
-//! | put, last chunk (also appended to the first when it is the only one) | `… && [ ! -d P ] && mv -f T P` |
-//! | put, cleanup after a failure | `rm -f T` |
-//! | fetch, one chunk | `[ -f P ] \|\| exit 66; stat -c '%i %s %Y' P && tail -c +OFFSET P \| head -c LEN \| base64` |
-//! | list | `[ -d MOUNT ] \|\| exit 0; find MOUNT -type f -printf '%s\t%P\0'` |
-//! | delete | `[ -f P ] \|\| exit 66; rm -f P` |
-//!
-//! A put decodes each chunk as it arrives (every chunk but the last is a multiple of 3 bytes, so its base64 stands
-//! alone) into a temporary file renamed into place at the end: a reader never sees half an artifact, and two puts
-//! of one name never share a temporary file. A fetch reads the file a chunk per command; each command reports the
-//! file's inode, size and modification time, and a fetch that sees them change starts again (three attempts in
-//! all, then a retryable `artifact_changed` error). Exit code 66 is a missing artifact; any other
-//! non-zero exit is an error carrying the exit code and the start of stderr, never the bytes of a file.
-//!
-//! The commands need a POSIX shell with GNU coreutils and findutils (`base64`, `stat -c`, `find -printf`), as
-//! Amazon Linux has. The emulator (feature `emulator`) interprets exactly these shapes, and a test runs each of
-//! them through both the emulator and the local `sh` to keep the two in step.
+//! [`SessionStorageArtifacts`]: a session's artifacts as files under its session storage mount.
 
 use std::time::Duration;
 
@@ -40,8 +7,13 @@ use aws_sdk_bedrockagentcore::Client;
 use managed_agents_core::Error;
 use managed_agents_core::artifacts::{Artifact, Artifacts, validate_artifact_name};
 
-use crate::command::{CommandOutput, run_command};
-use crate::{BedrockAgentCore, DEFAULT_IDLE_TIMEOUT};
+use super::command::{CommandOutput, run_command};
+use super::shell::{
+    NOT_FOUND_EXIT, PARTIAL_PREFIX, cleanup_command, delete_command, fetch_command, join, list_command,
+    parse_fetch_output, parse_listing, put_command, unexpected_output,
+};
+use crate::provider::agentcore::BedrockAgentCore;
+use crate::provider::settings::DEFAULT_HTTP_SETTINGS;
 
 /// The session storage mount path artifacts live under unless told otherwise
 /// ([`SessionStorageArtifacts::with_mount_path`]): the `mountPath` of the harness environment's
@@ -59,12 +31,6 @@ pub const DEFAULT_PUT_CHUNK_BYTES: usize = 36 * 1024;
 /// How many bytes of an artifact one fetch command reads by default (1 MiB, about 1.35 MiB of base64 output).
 pub const DEFAULT_FETCH_CHUNK_BYTES: usize = 1024 * 1024;
 
-/// The exit code the commands use for "no such artifact" (`EX_NOINPUT` of `sysexits.h`).
-pub(crate) const NOT_FOUND_EXIT: i32 = 66;
-
-/// The prefix of the temporary files a put writes beside its artifact; listings leave them out.
-pub const PARTIAL_PREFIX: &str = ".partial-";
-
 /// How often a fetch starts again when the file changes under it.
 const FETCH_ATTEMPTS: usize = 3;
 
@@ -74,7 +40,7 @@ const MAX_STDERR_IN_ERROR: usize = 512;
 /// The artifacts of one AgentCore runtime session, as files under its session storage mount
 /// ([`DEFAULT_MOUNT_PATH`] unless [`SessionStorageArtifacts::with_mount_path`] says otherwise). Names (checked by
 /// [`validate_artifact_name`]) are paths relative to the mount; an [`Artifact`]'s `id` is its absolute path in
-/// the runtime. See the [module documentation](self) for the commands it runs.
+/// the runtime. See the [module documentation](super) for the commands it runs.
 ///
 /// ```no_run
 /// # async fn demo(provider: managed_agents_agentcore::BedrockAgentCore) -> Result<(), managed_agents_core::Error> {
@@ -117,18 +83,19 @@ impl SessionStorageArtifacts {
     /// The artifacts of session `session_id` on the harness (or agent runtime) `runtime_arn`, through the
     /// provider's SDK client and with its idle timeout.
     pub fn new(provider: &BedrockAgentCore, runtime_arn: impl Into<String>, session_id: impl Into<String>) -> Self {
-        Self::from_client(provider.client().clone(), runtime_arn, session_id).with_idle_timeout(provider.idle_timeout())
+        Self::from_client(provider.client().clone(), runtime_arn, session_id)
+            .with_idle_timeout(provider.http_settings().idle_timeout)
     }
 
     /// Like [`SessionStorageArtifacts::new`], on an SDK client of your own (idle timeout
-    /// [`DEFAULT_IDLE_TIMEOUT`]).
+    /// [`DEFAULT_HTTP_SETTINGS`]'s, 300 s).
     pub fn from_client(client: Client, runtime_arn: impl Into<String>, session_id: impl Into<String>) -> Self {
         Self {
             client,
             runtime_arn: runtime_arn.into(),
             session_id: session_id.into(),
             mount_path: DEFAULT_MOUNT_PATH.to_string(),
-            idle: DEFAULT_IDLE_TIMEOUT,
+            idle: DEFAULT_HTTP_SETTINGS.idle_timeout,
             timeout_seconds: None,
             put_chunk: DEFAULT_PUT_CHUNK_BYTES,
             fetch_chunk: DEFAULT_FETCH_CHUNK_BYTES,
@@ -239,69 +206,6 @@ impl SessionStorageArtifacts {
     }
 }
 
-/// `dir/name`, without doubling the slash of the root.
-fn join(dir: &str, name: &str) -> String {
-    if dir.ends_with('/') { format!("{dir}{name}") } else { format!("{dir}/{name}") }
-}
-
-/// `text` as one single-quoted shell word: nothing inside is special, and a `'` becomes `'\''`.
-pub(crate) fn shell_quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('\'');
-    for c in text.chars() {
-        if c == '\'' {
-            quoted.push_str("'\\''");
-        } else {
-            quoted.push(c);
-        }
-    }
-    quoted.push('\'');
-    quoted
-}
-
-/// The put command for chunk `base64` (`first`: create the directory and the temporary file; `last`: rename it
-/// into place).
-pub(crate) fn put_command(dir: &str, temp: &str, path: &str, base64: &str, first: bool, last: bool) -> String {
-    let (b64, temp_q) = (shell_quote(base64), shell_quote(temp));
-    let mut command = if first {
-        format!("mkdir -p {} && printf %s {b64} | base64 -d > {temp_q}", shell_quote(dir))
-    } else {
-        format!("printf %s {b64} | base64 -d >> {temp_q}")
-    };
-    if last {
-        let path_q = shell_quote(path);
-        command.push_str(&format!(" && [ ! -d {path_q} ] && mv -f {temp_q} {path_q}"));
-    }
-    command
-}
-
-/// The fetch command for `len` bytes from `offset`.
-pub(crate) fn fetch_command(path: &str, offset: usize, len: usize) -> String {
-    let path_q = shell_quote(path);
-    let from = offset + 1;
-    format!(
-        "[ -f {path_q} ] || exit {NOT_FOUND_EXIT}; \
-         stat -c '%i %s %Y' {path_q} && tail -c +{from} {path_q} | head -c {len} | base64"
-    )
-}
-
-/// The list command for the mount.
-pub(crate) fn list_command(mount: &str) -> String {
-    let mount_q = shell_quote(mount);
-    format!("[ -d {mount_q} ] || exit 0; find {mount_q} -type f -printf '%s\\t%P\\0'")
-}
-
-/// The delete command.
-pub(crate) fn delete_command(path: &str) -> String {
-    let path_q = shell_quote(path);
-    format!("[ -f {path_q} ] || exit {NOT_FOUND_EXIT}; rm -f {path_q}")
-}
-
-/// Removes a put's temporary file.
-pub(crate) fn cleanup_command(temp: &str) -> String {
-    format!("rm -f {}", shell_quote(temp))
-}
-
 /// A failed command as an error: the operation, the name, the exit code and the start of stderr.
 fn command_failed(operation: &str, name: &str, output: &CommandOutput) -> Error {
     let mut stderr = output.stderr.trim().to_string();
@@ -323,56 +227,9 @@ fn command_failed(operation: &str, name: &str, output: &CommandOutput) -> Error 
     )
 }
 
-fn unexpected_output(operation: &'static str, detail: impl Into<String>) -> Error {
-    Error::malformed(operation, detail, "")
-}
-
+/// No artifact of this name.
 fn not_found(name: &str) -> Error {
     Error::not_found("artifact", name)
-}
-
-/// What one fetch command printed: the file's identity (`inode size mtime`), its size and the chunk read.
-fn parse_fetch_output(stdout: &str) -> Result<(String, u64, Vec<u8>), Error> {
-    let what = "artifact fetch output";
-    let (identity, body) = stdout.split_once('\n').unwrap_or((stdout, ""));
-    let identity = identity.trim();
-    let mut fields = identity.split(' ');
-    let size = match (fields.next(), fields.next(), fields.next(), fields.next()) {
-        (Some(_), Some(size), Some(_), None) => size.parse::<u64>().ok(),
-        _ => None,
-    };
-    let Some(size) = size else {
-        return Err(unexpected_output(what, "the first line is not `<inode> <size> <mtime>`"));
-    };
-    let compact: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-    let bytes = aws_smithy_types::base64::decode(&compact)
-        .map_err(|_| unexpected_output(what, format!("{} characters that are not base64", compact.len())))?;
-    Ok((identity.to_string(), size, bytes))
-}
-
-/// What the list command printed: `<size>\t<relative path>\0` records, as artifacts whose id is their absolute
-/// path.
-fn parse_listing(mount: &str, stdout: &str) -> Result<Vec<Artifact>, Error> {
-    let mut found = Vec::new();
-    for record in stdout.split('\0') {
-        if record.trim().is_empty() {
-            continue;
-        }
-        let Some((size, name)) = record.split_once('\t') else {
-            return Err(unexpected_output("artifact listing", "a record is not `<size>\\t<path>`"));
-        };
-        let Ok(size) = size.trim().parse::<u64>() else {
-            return Err(unexpected_output("artifact listing", "a record's size is not a number"));
-        };
-        let partial = name.rsplit('/').next().is_some_and(|file| file.starts_with(PARTIAL_PREFIX));
-        // Files an artifact name cannot reach (a control character in the name …) are not artifacts.
-        if partial || validate_artifact_name(name).is_err() {
-            continue;
-        }
-        found.push(Artifact::new(name).with_size(size).with_id(join(mount, name)));
-    }
-    found.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(found)
 }
 
 #[async_trait]
@@ -472,38 +329,6 @@ impl Artifacts for SessionStorageArtifacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quoting_keeps_every_character_literal() {
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote(""), "''");
-    }
-
-    #[test]
-    fn fetch_output_is_parsed_or_refused_without_its_contents() {
-        let (identity, size, bytes) = parse_fetch_output("12 5 1700\naGVs\nbG8=\n").unwrap();
-        assert_eq!((identity.as_str(), size, bytes.as_slice()), ("12 5 1700", 5, &b"hello"[..]));
-        for garbage in ["", "\n", "12 x 1\n", "1 2\n", "1 2 3 4\n", "1 2 3\nnot*base64", "1 2 3\naGk"] {
-            match parse_fetch_output(garbage) {
-                Err(Error::Malformed { raw, .. }) => assert!(raw.is_empty(), "{garbage:?}"),
-                other => panic!("{garbage:?}: {other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn listings_skip_partials_and_unreachable_names_and_sort() {
-        let listed =
-            parse_listing("/m", &["5\tz.txt", "3\ta/.partial-00ff", "1\tbad\u{7}name", "2\ta/b.txt", ""].join("\0"))
-                .unwrap();
-        let seen: Vec<(&str, Option<u64>, Option<&str>)> =
-            listed.iter().map(|a| (a.name.as_str(), a.size, a.id.as_deref())).collect();
-        assert_eq!(seen, [("a/b.txt", Some(2), Some("/m/a/b.txt")), ("z.txt", Some(5), Some("/m/z.txt"))]);
-        assert!(parse_listing("/m", "").unwrap().is_empty());
-        assert!(matches!(parse_listing("/m", "no tab\0"), Err(Error::Malformed { .. })));
-        assert!(matches!(parse_listing("/m", "x\tname\0"), Err(Error::Malformed { .. })));
-    }
 
     #[test]
     fn names_and_mount_paths_make_absolute_paths() {
