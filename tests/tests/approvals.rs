@@ -110,7 +110,7 @@ async fn every_loop_host_applies_the_same_decisions() {
         (
             "agentcore",
             observe(
-                Arc::new(agentcore.provider()),
+                Arc::new(agentcore.provider_builder().build().expect("the emulator's provider builds")),
                 agentcore.log(),
                 SessionOptions::new().agent_id(agentcore.harness_arn()),
             )

@@ -71,7 +71,8 @@ async fn every_loop_host_gives_the_same_result() {
     let d = observe(Arc::new(ClaudeManagedAgents::new(client)), claude_emulator.log(), claude_options).await;
     let agentcore = AgentCoreEmulator::start(script()).await.expect("emulator");
     let agentcore_options = SessionOptions::new().agent_id(agentcore.harness_arn());
-    let e = observe(Arc::new(agentcore.provider()), agentcore.log(), agentcore_options).await;
+    let provider = agentcore.provider_builder().build().expect("the emulator's provider builds");
+    let e = observe(Arc::new(provider), agentcore.log(), agentcore_options).await;
     assert_eq!(a, b);
     assert_eq!(a, c);
     assert_eq!(a, d);

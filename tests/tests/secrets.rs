@@ -628,7 +628,7 @@ fn agentcore_builder(endpoint: &str) -> BedrockAgentCoreBuilder {
 /// An emulator playing `script`, a provider on it with our credentials, and options naming its harness.
 async fn agentcore(script: Script) -> (AgentCoreEmulator, BedrockAgentCore, SessionOptions) {
     let emulator = AgentCoreEmulator::start(script).await.expect("the AgentCore emulator starts");
-    let provider = agentcore_builder(&emulator.endpoint()).build().expect("the AgentCore provider builds");
+    let provider = agentcore_builder(&emulator.base_url()).build().expect("the AgentCore provider builds");
     let options = SessionOptions::new().agent_id(emulator.harness_arn()).timeout(RUN_TIMEOUT);
     (emulator, provider, options)
 }
@@ -663,7 +663,7 @@ async fn agentcore_sessions(printed: &mut Printed, expected: &mut Expected) {
 
     // A session with a tool call.
     let (emulator, provider, options) = agentcore(tool_script()).await;
-    expected.push(line(&["connecting to", &authority(&emulator.endpoint())]));
+    expected.push(line(&["connecting to", &authority(&emulator.base_url())]));
     printed.debug("BedrockAgentCore", &provider);
     printed.debug("ProvisionSettings", provider.provisioning());
     let options = options.prompt("Weather in Oslo?").record_content(true);
@@ -726,7 +726,7 @@ async fn agentcore_sessions(printed: &mut Printed, expected: &mut Expected) {
     // A provider built from an SDK configuration (the shared-config path).
     let emulator = AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("via SdkConfig"))).await.expect("up");
     let provider = BedrockAgentCore::builder()
-        .sdk_config(&sdk_config(&emulator.endpoint()))
+        .sdk_config(&sdk_config(&emulator.base_url()))
         .retry(quick_retry())
         .build()
         .expect("builds from an SdkConfig");
@@ -970,7 +970,7 @@ fn from_env_paths_print_no_secret() {
         .env("AWS_SECRET_ACCESS_KEY", AWS_SECRET_KEY)
         .env("AWS_SESSION_TOKEN", AWS_SESSION_TOKEN)
         .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL", agentcore.endpoint())
+        .env("AWS_ENDPOINT_URL", agentcore.base_url())
         .env("AWS_CONFIG_FILE", "/nonexistent/managed-agents-secrets/config")
         .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/managed-agents-secrets/credentials")
         .env("AWS_EC2_METADATA_DISABLED", "true");

@@ -91,5 +91,6 @@ async fn every_loop_host_runs_a_typed_tool() {
 
     let agentcore = AgentCoreEmulator::start(script()).await.expect("emulator");
     let options = SessionOptions::new().agent_id(agentcore.harness_arn());
-    run(Arc::new(agentcore.provider()), agentcore.log(), options).await;
+    let provider = agentcore.provider_builder().build().expect("the emulator's provider builds");
+    run(Arc::new(provider), agentcore.log(), options).await;
 }

@@ -165,9 +165,10 @@ async fn agentcore(options: &Options, real: bool) -> Result<Host, BoxError> {
         return Ok(Host::real(provider, agent, description));
     }
     let emulator = AgentCoreEmulator::start(script(options)?).await?;
-    let description = format!("the bundled Bedrock AgentCore emulator at {}", emulator.endpoint());
+    let description = format!("the bundled Bedrock AgentCore emulator at {}", emulator.base_url());
     let agent = Some(AgentHandle { agent_id: emulator.harness_arn(), environment_id: None });
-    Ok(Host::emulated(emulator.provider(), agent, description, emulator))
+    let provider = emulator.provider_builder().build()?;
+    Ok(Host::emulated(provider, agent, description, emulator))
 }
 
 #[cfg(not(feature = "agentcore"))]

@@ -61,7 +61,7 @@ async fn agentcore() -> Emulated {
     let call_id = support::call_id("tooluse_danger");
     let emulator = AgentCoreEmulator::start(script(&call_id)).await.expect("emulator");
     Emulated {
-        provider: Arc::new(emulator.provider()),
+        provider: Arc::new(emulator.provider_builder().build().expect("the emulator's provider builds")),
         agent: Some(AgentHandle { agent_id: emulator.harness_arn(), environment_id: None }),
         log: emulator.log(),
         call_id,

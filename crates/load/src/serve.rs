@@ -50,7 +50,7 @@ async fn start(provider: ProviderKind, scripts: Scripts) -> io::Result<(Vec<(&'s
         }
         ProviderKind::AgentCore => {
             let emulator = AgentCoreEmulator::start(scripts).await?;
-            let lines = vec![("BASE_URL", emulator.endpoint()), ("AGENT_ID", HARNESS_ARN.to_string())];
+            let lines = vec![("BASE_URL", emulator.base_url()), ("AGENT_ID", HARNESS_ARN.to_string())];
             (lines, Box::new(emulator))
         }
     })

@@ -206,7 +206,7 @@ pub async fn serve(provider: ProviderKind, config: SoakConfig) -> io::Result<()>
         }
         ProviderKind::AgentCore => {
             let emulator = AgentCoreEmulator::start(scripts).await?;
-            let lines = vec![("BASE_URL", emulator.endpoint()), ("AGENT_ID", HARNESS_ARN.to_string())];
+            let lines = vec![("BASE_URL", emulator.base_url()), ("AGENT_ID", HARNESS_ARN.to_string())];
             (lines, emulator.log(), Box::new(move || emulator.requests().len()))
         }
     };

@@ -138,7 +138,8 @@ async fn claude(server: Server) {
 async fn agentcore(server: Server) {
     let emulator = AgentCoreEmulator::start(script(server)).await.expect("the emulator");
     let options = SessionOptions::new().agent_id(emulator.harness_arn());
-    run(server, Arc::new(emulator.provider()), toolbox(server).await, emulator.log(), options).await;
+    let provider = emulator.provider_builder().build().expect("the emulator's provider builds");
+    run(server, Arc::new(provider), toolbox(server).await, emulator.log(), options).await;
 }
 
 async fn local(server: Server) {

@@ -178,7 +178,7 @@ pub struct AgentCoreEmulator {
 
 impl std::fmt::Debug for AgentCoreEmulator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentCoreEmulator").field("endpoint", &self.endpoint()).finish_non_exhaustive()
+        f.debug_struct("AgentCoreEmulator").field("base_url", &self.base_url()).finish_non_exhaustive()
     }
 }
 
@@ -190,11 +190,11 @@ impl AgentCoreEmulator {
     /// Starts a server playing `scripts`: a [`Script`](managed_agents_conformance::Script) shared by every runtime session, or
     /// [`Scripts::per_session`].
     pub async fn start(scripts: impl Into<Scripts>) -> io::Result<Self> {
-        Self::with_options(scripts, EmulatorOptions::default()).await
+        Self::start_with(scripts, EmulatorOptions::default()).await
     }
 
     /// Starts a server playing `scripts` with `options`.
-    pub async fn with_options(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
+    pub async fn start_with(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
         let state = Arc::new(Mutex::new(State {
             options,
             player: ScriptPlayer::new(scripts),
@@ -227,8 +227,9 @@ impl AgentCoreEmulator {
         Ok(Self { server, state, control_seen })
     }
 
-    /// The endpoint URL to give the SDK client.
-    pub fn endpoint(&self) -> String {
+    /// The endpoint URL to give the SDK client (`http://127.0.0.1:<port>`): what `endpoint_url` of an SDK
+    /// configuration takes.
+    pub fn base_url(&self) -> String {
         self.server.base_url()
     }
 
@@ -243,7 +244,7 @@ impl AgentCoreEmulator {
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::new("AKIDEMULATED", "emulated-secret", None, None, "emulator"))
-            .endpoint_url(self.endpoint())
+            .endpoint_url(self.base_url())
             .http_client(aws_smithy_http_client::Builder::new().build_http())
             .retry_config(aws_sdk_bedrockagentcore::config::retry::RetryConfig::disabled())
             .build();
@@ -262,21 +263,16 @@ impl AgentCoreEmulator {
                 None,
                 "emulator",
             ))
-            .endpoint_url(self.endpoint())
+            .endpoint_url(self.base_url())
             .http_client(aws_smithy_http_client::Builder::new().build_http())
             .retry_config(aws_sdk_bedrockagentcorecontrol::config::retry::RetryConfig::disabled())
             .build();
         aws_sdk_bedrockagentcorecontrol::Client::from_conf(config)
     }
 
-    /// A provider on [`AgentCoreEmulator::client`] and [`AgentCoreEmulator::control_client`], retrying quickly
-    /// (2 retries from 5 ms) and provisioning with [`AgentCoreEmulator::provision_settings`].
-    pub fn provider(&self) -> BedrockAgentCore {
-        self.provider_builder().build().expect("the emulator's provider builds")
-    }
-
-    /// A builder on both clients with the quick retries and provisioning settings of
-    /// [`AgentCoreEmulator::provider`], for tests that change other settings.
+    /// The provider's builder pointed at the emulator, ready to [`build`](BedrockAgentCoreBuilder::build): on
+    /// [`AgentCoreEmulator::client`] and [`AgentCoreEmulator::control_client`], retrying quickly (2 retries from
+    /// 5 ms) and provisioning with [`AgentCoreEmulator::provision_settings`].
     pub fn provider_builder(&self) -> BedrockAgentCoreBuilder {
         BedrockAgentCore::builder()
             .client(self.client())
@@ -974,7 +970,7 @@ impl Backend for AgentCoreBackend {
     /// The provider under test against an emulator playing `scripts`, configured as `settings` asks.
     async fn launch(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<BedrockAgentCore> {
         let emulator =
-            AgentCoreEmulator::with_options(scripts, self.options).await.expect("the emulator starts on loopback");
+            AgentCoreEmulator::start_with(scripts, self.options).await.expect("the emulator starts on loopback");
         let options = SessionOptions::new().agent_id(emulator.harness_arn());
         let log = emulator.log();
         let mut provider = emulator.provider_builder();

@@ -28,7 +28,7 @@ fn tool_stop() -> Value {
 async fn normalize(values: Vec<Value>) -> TurnResult {
     let emulator = AgentCoreEmulator::start(Script::new()).await.unwrap();
     let events: Vec<Event> = values.into_iter().map(|v| Event::from_value(v).unwrap()).collect();
-    emulator.provider().normalize(&events)
+    emulator.provider_builder().build().expect("the emulator's provider builds").normalize(&events)
 }
 
 fn ids(turn: &TurnResult) -> Vec<&str> {
@@ -42,7 +42,10 @@ async fn resume_messages(answer: Result<&'static str, &'static str>) -> Value {
     let emulator = AgentCoreEmulator::start(script).await.unwrap();
     let handler = tool_fn(move |_, _| async move { answer.map(str::to_string).map_err(Into::into) });
     let options = SessionOptions::new().agent_id(emulator.harness_arn()).timeout(Duration::from_secs(30));
-    let result = Session::run(&emulator.provider(), handler, options).await.unwrap();
+    let result =
+        Session::run(&emulator.provider_builder().build().expect("the emulator's provider builds"), handler, options)
+            .await
+            .unwrap();
     assert_eq!(result.text, "ok");
     let requests = emulator.requests();
     assert_eq!(requests.len(), 2);

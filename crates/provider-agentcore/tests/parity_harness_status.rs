@@ -26,7 +26,13 @@ fn gets(emulator: &AgentCoreEmulator) -> usize {
 async fn deleting_ends_the_ready_wait() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     emulator.next_create_ends_in("DELETING", None);
-    let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("terminating");
+    let error = emulator
+        .provider_builder()
+        .build()
+        .expect("the emulator's provider builds")
+        .provision_harness(&spec(), None)
+        .await
+        .expect_err("terminating");
     assert!(matches!(&error, Error::ProvisionFailed { status, .. } if status == "DELETING"), "{error:?}");
     assert_eq!(gets(&emulator), 3, "CREATING, CREATING, DELETING: not polled further");
 }
@@ -36,7 +42,13 @@ async fn deleting_ends_the_ready_wait() {
 async fn an_unknown_status_ends_the_ready_wait() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     emulator.next_create_ends_in("INACTIVE", None);
-    let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("unknown");
+    let error = emulator
+        .provider_builder()
+        .build()
+        .expect("the emulator's provider builds")
+        .provision_harness(&spec(), None)
+        .await
+        .expect_err("unknown");
     assert!(matches!(&error, Error::ProvisionFailed { status, .. } if status == "INACTIVE"), "{error:?}");
     assert_eq!(gets(&emulator), 3);
 }
@@ -46,7 +58,13 @@ async fn an_unknown_status_ends_the_ready_wait() {
 async fn a_creating_harness_is_adopted() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     let existing = emulator.seed_harness(&name(), "CREATING");
-    let provisioned = emulator.provider().provision_harness(&spec(), None).await.expect("adopted");
+    let provisioned = emulator
+        .provider_builder()
+        .build()
+        .expect("the emulator's provider builds")
+        .provision_harness(&spec(), None)
+        .await
+        .expect("adopted");
     assert_eq!((provisioned.harness_id, provisioned.provenance), (existing.id, Provenance::Adopted));
 }
 
@@ -56,6 +74,12 @@ async fn a_creating_harness_is_adopted() {
 async fn a_harness_without_a_status_is_never_adopted() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     emulator.seed_harness(&name(), "");
-    let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("conflict");
+    let error = emulator
+        .provider_builder()
+        .build()
+        .expect("the emulator's provider builds")
+        .provision_harness(&spec(), None)
+        .await
+        .expect_err("conflict");
     assert!(matches!(&error, Error::NameConflict { name: taken, .. } if *taken == name()), "{error:?}");
 }
