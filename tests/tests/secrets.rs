@@ -30,8 +30,7 @@ use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_agentcore::{BedrockAgentCore, BedrockAgentCoreBuilder, SessionStorageArtifacts, run_command};
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions as ClaudeEmulatorOptions};
 use managed_agents_claude::{
-    ClaudeClient, ClaudeClientBuilder, ClaudeManagedAgents, ClaudeManagedAgentsBuilder,
-    MAX_CONSECUTIVE_MALFORMED_FRAMES,
+    ClaudeManagedAgents, ClaudeManagedAgentsBuilder, MAX_CONSECUTIVE_MALFORMED_FRAMES,
 };
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::HttpOptions;
@@ -453,7 +452,7 @@ async fn claude(
     script: Script,
     options: ClaudeEmulatorOptions,
 ) -> (ClaudeEmulator, ClaudeManagedAgents, SessionOptions) {
-    let emulator = ClaudeEmulator::with_options(script, options).await.expect("the Claude emulator starts");
+    let emulator = ClaudeEmulator::start_with(script, options).await.expect("the Claude emulator starts");
     let provider = claude_builder(&emulator.base_url()).build().expect("the Claude provider builds");
     let (agent, environment) = emulator.seed_agent();
     let options = SessionOptions::new().agent_id(agent).environment_id(environment).timeout(RUN_TIMEOUT);
@@ -464,15 +463,14 @@ async fn claude_sessions(printed: &mut Printed, expected: &mut Expected) {
     // Configuration: builders, the client, its configuration and the provider.
     printed.both("Secret", &Secret::new(CLAUDE_KEY));
     printed.debug("ClaudeManagedAgentsBuilder", &claude_builder("http://127.0.0.1:9"));
-    let client_builder = ClaudeClientBuilder::new().api_key(CLAUDE_KEY).base_url("http://127.0.0.1:9");
-    printed.debug("ClaudeClientBuilder", &client_builder);
-    let client = client_builder.build().expect("the client builds");
-    printed.debug("ClaudeClient", &client);
+    let built = claude_builder("http://127.0.0.1:9").build().expect("the provider builds");
+    let client = built.client();
+    printed.debug("ClaudeClient", client);
     printed.debug("ClaudeConfig", client.config());
     printed.debug("ClaudeConfig.api_key", &client.config().api_key);
-    let with_newline = ClaudeClient::builder().api_key(format!("{CLAUDE_KEY}\n")).build();
+    let with_newline = ClaudeManagedAgents::builder().api_key(format!("{CLAUDE_KEY}\n")).build();
     assert!(matches!(with_newline, Err(Error::InvalidOption { option: "api_key", .. })), "{with_newline:?}");
-    printed.any("ClaudeClient::build (key not a header value)", &with_newline);
+    printed.any("ClaudeManagedAgents::build (key not a header value)", &with_newline);
     let bad_url = ClaudeManagedAgents::builder().api_key(CLAUDE_KEY).base_url("not a url").build();
     printed.any("ClaudeManagedAgents::build (bad base URL)", &bad_url);
 
@@ -1020,10 +1018,7 @@ fn from_env_child() {
     let runtime = runtime();
     runtime.block_on(async {
         // Claude.
-        printed.debug("ClaudeClientBuilder::from_env", &ClaudeClientBuilder::from_env());
         printed.debug("ClaudeManagedAgentsBuilder::from_env", &ClaudeManagedAgentsBuilder::from_env());
-        let client = ClaudeClient::from_env();
-        printed.any("ClaudeClient::from_env", &client);
         let provider = ClaudeManagedAgents::from_env();
         printed.any("ClaudeManagedAgents::from_env", &provider);
         let provider = provider.expect("Claude from the environment");

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
 use managed_agents_conformance::{InputLog, Script, ScriptTurn};
 use managed_agents_core::schemars::{self, JsonSchema};
@@ -84,10 +83,10 @@ async fn every_loop_host_runs_a_typed_tool() {
     run(Arc::new(local), chat.log(), SessionOptions::new()).await;
 
     let claude = ClaudeEmulator::start(script()).await.expect("emulator");
-    let client = ClaudeClient::builder().base_url(claude.base_url()).api_key("k").build().expect("client");
+    let provider = claude.provider_builder().build().expect("provider");
     let (agent, environment) = claude.seed_agent();
     let options = SessionOptions::new().agent_id(agent).environment_id(environment);
-    run(Arc::new(ClaudeManagedAgents::new(client)), claude.log(), options).await;
+    run(Arc::new(provider), claude.log(), options).await;
 
     let agentcore = AgentCoreEmulator::start(script()).await.expect("emulator");
     let options = SessionOptions::new().agent_id(agentcore.harness_arn());

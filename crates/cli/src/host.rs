@@ -120,7 +120,7 @@ fn local(builder: LocalBuilder, options: &Options, tools: &[ToolSchema]) -> Loca
 #[cfg(feature = "claude")]
 async fn claude(options: &Options, real: bool) -> Result<Host, BoxError> {
     use managed_agents_claude::emulator::ClaudeEmulator;
-    use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
+    use managed_agents_claude::ClaudeManagedAgents;
 
     if real {
         let provider = ClaudeManagedAgents::from_env()?;
@@ -138,10 +138,10 @@ async fn claude(options: &Options, real: bool) -> Result<Host, BoxError> {
     }
     let emulator = ClaudeEmulator::start(script(options)?).await?;
     let (agent_id, environment_id) = emulator.seed_agent();
-    let client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("emulated").build()?;
+    let provider = emulator.provider_builder().build()?;
     let description = format!("the bundled Claude Managed Agents emulator at {}", emulator.base_url());
     let agent = Some(AgentHandle { agent_id, environment_id: Some(environment_id) });
-    Ok(Host::emulated(ClaudeManagedAgents::new(client), agent, description, emulator))
+    Ok(Host::emulated(provider, agent, description, emulator))
 }
 
 #[cfg(not(feature = "claude"))]

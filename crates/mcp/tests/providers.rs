@@ -14,7 +14,6 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Completion, Trial};
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::{InputLog, Script, ScriptTurn};
 use managed_agents_core::tools::Toolbox;
 use managed_agents_core::{Provider, Session, SessionOptions};
@@ -129,10 +128,10 @@ async fn run(server: Server, provider: Arc<dyn Provider>, toolbox: Toolbox, log:
 
 async fn claude(server: Server) {
     let emulator = ClaudeEmulator::start(script(server)).await.expect("the emulator");
-    let client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("k").build().expect("client");
+    let provider = emulator.provider_builder().build().expect("provider");
     let (agent, environment) = emulator.seed_agent();
     let options = SessionOptions::new().agent_id(agent).environment_id(environment);
-    run(server, Arc::new(ClaudeManagedAgents::new(client)), toolbox(server).await, emulator.log(), options).await;
+    run(server, Arc::new(provider), toolbox(server).await, emulator.log(), options).await;
 }
 
 async fn agentcore(server: Server) {

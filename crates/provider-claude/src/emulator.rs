@@ -85,8 +85,9 @@ use managed_agents_core::{Mode, Outcome, SessionOptions, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::ClaudeManagedAgents;
-use crate::wire::client::{ClaudeClient, MANAGED_AGENTS_BETA};
+use crate::provider::ClaudeManagedAgents;
+use crate::provider::builder::ClaudeManagedAgentsBuilder;
+use crate::wire::client::MANAGED_AGENTS_BETA;
 use crate::wire::files::content_type;
 
 mod records;
@@ -264,11 +265,11 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 impl ClaudeEmulator {
     /// Starts a server playing `scripts`: a [`Script`](managed_agents_conformance::Script) shared by every session, or [`Scripts::per_session`].
     pub async fn start(scripts: impl Into<Scripts>) -> io::Result<Self> {
-        Self::with_options(scripts, EmulatorOptions::default()).await
+        Self::start_with(scripts, EmulatorOptions::default()).await
     }
 
     /// Starts a server playing `scripts` with `options`.
-    pub async fn with_options(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
+    pub async fn start_with(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
         let state = Arc::new(Mutex::new(State {
             options,
             player: ScriptPlayer::new(scripts),
@@ -287,9 +288,15 @@ impl ClaudeEmulator {
         Ok(Self { server, state })
     }
 
-    /// The API root to point a client at.
+    /// The API root to point a provider at ([`ClaudeManagedAgentsBuilder::base_url`]).
     pub fn base_url(&self) -> String {
         self.server.base_url()
+    }
+
+    /// The provider's builder pointed at this emulator, with an API key it accepts: ready to `build()`, or to
+    /// set more first (a retry policy, timeouts …).
+    pub fn provider_builder(&self) -> ClaudeManagedAgentsBuilder {
+        ClaudeManagedAgents::builder().base_url(self.base_url()).api_key("test-key")
     }
 
     /// Creates an agent and an environment directly (no request recorded); returns their ids. The agent's
@@ -1403,16 +1410,16 @@ impl ClaudeBackend {
     /// The provider under test against an emulator playing `scripts`, configured as `settings` asks.
     async fn harness(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<ClaudeManagedAgents> {
         let emulator =
-            ClaudeEmulator::with_options(scripts, self.options).await.expect("the emulator starts on loopback");
+            ClaudeEmulator::start_with(scripts, self.options).await.expect("the emulator starts on loopback");
         let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let mut client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick);
+        let mut builder = emulator.provider_builder().retry(quick);
         if let Some(idle) = settings.idle_timeout {
-            client = client.idle_timeout(idle);
+            builder = builder.idle_timeout(idle);
         }
-        let client = client.build().expect("client");
+        let provider = builder.build().expect("the provider builds");
         let (agent_id, environment_id) = emulator.seed_agent();
         let options = SessionOptions::new().agent_id(agent_id).environment_id(environment_id);
         let log = emulator.log();
-        Harness::new(Arc::new(ClaudeManagedAgents::new(client)), options, log).keep_alive(emulator)
+        Harness::new(Arc::new(provider), options, log).keep_alive(emulator)
     }
 }

@@ -14,20 +14,23 @@
 //!   and the answers go back as `user.tool_confirmation` events, in the same post as the turn's custom tool
 //!   results. A reconnect (or a reattach by session id) finds calls still waiting for a confirmation in the
 //!   history, like unanswered custom calls.
-//! * [`ClaudeManagedAgents::builder`] / [`ClaudeManagedAgents::from_env`]: configuration. Builders never read
-//!   the environment; `from_env` (on the provider, the client and both builders) reads `ANTHROPIC_API_KEY` and
-//!   `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `request_timeout`, `idle_timeout`, `retry`,
-//!   `http_options`; invalid values fail `build()` with a typed error.
-//! * [`ClaudeClient`]: the HTTP API — agents, environments, sessions, events (send, list with paging, stream),
-//!   session resources, files; every `list_all_*` follows all pages. Retries honour `retry-after`; posting
-//!   events is never blindly repeated.
+//! * [`ClaudeManagedAgents::builder`] / [`ClaudeManagedAgents::from_env`]: configuration, one builder
+//!   ([`ClaudeManagedAgentsBuilder`]). `builder()` never reads the environment; `from_env` reads
+//!   `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `anthropic_version`, `beta`,
+//!   `files_beta`, the HTTP settings (`request_timeout`, `idle_timeout`, `retry`, `http_options`, or
+//!   `http_settings` at once, from [`DEFAULT_HTTP_SETTINGS`]) and `provision_store`; invalid values fail `build()`
+//!   with a typed error.
+//! * [`ClaudeClient`] ([`ClaudeManagedAgents::client`]): the HTTP API — agents, environments, sessions, events
+//!   (send, list with paging, stream), session resources, files; every `list_all_*` follows all pages. Retries
+//!   honour `retry-after`; posting events is never blindly repeated.
 //! * [`provision`]: agents and environments as content-addressed images ([`ClaudeProvisioner`]: ensure with
 //!   `409` adoption, tag / resolve, prune), which [`ClaudeManagedAgents`]'s `Provider::provision` uses.
 //! * [`artifacts`]: a session's files by name ([`ClaudeArtifacts`], also [`ClaudeManagedAgents::artifacts`]):
 //!   what the agent wrote under [`artifacts::OUTPUTS_DIR`] and what you put, mounted under
 //!   [`artifacts::INPUTS_DIR`].
 //! * [`bootstrap`]: the script and instructions that install an environment's declared runtimes with mise.
-//! * [`SessionBudget`] / [`BudgetReached`]: a session spend cap and the report of its expiry.
+//! * [`SpendLimit`] / [`SpendLimitReached`]: a session's spend limit (the wire's `budget`) and the report of
+//!   reaching it.
 //! * `emulator` feature: [`emulator::ClaudeEmulator`], a Managed Agents server on loopback that plays a
 //!   conformance script with faults — host-side tool calls included, asking for confirmation as the agent's
 //!   permission policies say — and [`emulator::ClaudeBackend`] to run the conformance suite.
@@ -69,8 +72,6 @@
 
 pub mod artifacts;
 pub mod bootstrap;
-mod budget;
-mod builder;
 #[cfg(feature = "emulator")]
 pub mod emulator;
 #[cfg(test)]
@@ -84,14 +85,12 @@ mod wire;
 #[doc(hidden)]
 pub mod wire;
 
-mod settings;
-
 pub use artifacts::ClaudeArtifacts;
-pub use budget::{BUDGET_REACHED, BudgetReached, SESSION_USAGE, SessionBudget};
-pub use builder::ClaudeManagedAgentsBuilder;
 pub use provider::ClaudeManagedAgents;
+pub use provider::builder::{ClaudeManagedAgentsBuilder, DEFAULT_BASE_URL, DEFAULT_HTTP_SETTINGS};
+pub use provider::spend_limit::{SESSION_USAGE, SPEND_LIMIT_REACHED, SpendLimit, SpendLimitReached};
 pub use provision::ClaudeProvisioner;
-pub use wire::client::{ClaudeClient, ClaudeClientBuilder, ClaudeConfig, DEFAULT_BASE_URL};
+pub use wire::client::{ClaudeClient, ClaudeConfig};
 pub use wire::stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
 
 /// Internals reachable only from the fuzz targets in `fuzz/` (built with `--cfg fuzzing`, as `cargo fuzz` does).

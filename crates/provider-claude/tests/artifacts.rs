@@ -17,9 +17,10 @@ use managed_agents_core::artifacts::Artifacts;
 use managed_agents_core::http::{Method, StatusCode};
 use serde_json::json;
 
-/// An emulator, a client on it, and an agent and environment to open sessions with.
+/// An emulator, a provider and its client on it, and an agent and environment to open sessions with.
 struct Fixture {
     emulator: ClaudeEmulator,
+    provider: ClaudeManagedAgents,
     client: ClaudeClient,
     agent: String,
     environment: String,
@@ -27,12 +28,12 @@ struct Fixture {
 
 impl Fixture {
     async fn new(options: EmulatorOptions) -> Self {
-        let emulator = ClaudeEmulator::with_options(Script::new(), options).await.unwrap();
+        let emulator = ClaudeEmulator::start_with(Script::new(), options).await.unwrap();
         let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let client =
-            ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick).build().unwrap();
+        let provider = emulator.provider_builder().retry(quick).build().unwrap();
+        let client = provider.client().clone();
         let (agent, environment) = emulator.seed_agent();
-        Self { emulator, client, agent, environment }
+        Self { emulator, provider, client, agent, environment }
     }
 
     async fn paged(page_size: usize) -> Self {
@@ -284,7 +285,7 @@ async fn a_failed_attach_keeps_the_previous_input_and_discards_the_upload() {
 #[tokio::test]
 async fn the_provider_hands_out_a_session_s_artifacts_and_paths_for_prompts() {
     let fx = Fixture::paged(100).await;
-    let provider = ClaudeManagedAgents::new(fx.client.clone());
+    let provider = fx.provider.clone();
     let session = fx.session().await.session_id().to_string();
     let artifacts = provider.artifacts(session.clone());
     assert_eq!(artifacts.session_id(), session);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use managed_agents_claude::artifacts::{OUTPUTS_DIR, output_path};
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeArtifacts, ClaudeClient};
+use managed_agents_claude::{ClaudeArtifacts, ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::Script;
 use managed_agents_core::Error;
 use managed_agents_core::RetryPolicy;
@@ -22,7 +22,8 @@ use serde_json::json;
 
 fn client(base_url: String) -> ClaudeClient {
     let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-    ClaudeClient::builder().base_url(base_url).api_key("test-key").retry(quick).build().unwrap()
+    let provider = ClaudeManagedAgents::builder().base_url(base_url).api_key("test-key").retry(quick).build();
+    provider.unwrap().client().clone()
 }
 
 /// An emulator with one session holding upstream's three files: `report.md` twice (`file_old` of

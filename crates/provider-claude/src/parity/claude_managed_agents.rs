@@ -5,9 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_claude::wire::events;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::Script;
 use managed_agents_core::http::server::{LoopbackServer, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Response, StatusCode};
@@ -33,7 +33,7 @@ fn idle(reason: &str, event_ids: &[&str]) -> Value {
 }
 
 fn offline() -> ClaudeManagedAgents {
-    ClaudeManagedAgents::new(ClaudeClient::builder().base_url("http://127.0.0.1:9").api_key("k").build().unwrap())
+    ClaudeManagedAgents::builder().base_url("http://127.0.0.1:9").api_key("k").build().unwrap()
 }
 
 fn normalize(values: Vec<Value>) -> TurnResult {
@@ -91,13 +91,8 @@ impl Stub {
     }
 
     fn provider(&self) -> ClaudeManagedAgents {
-        let client = ClaudeClient::builder()
-            .base_url(self.server.base_url())
-            .api_key("sk-test")
-            .retry(RetryPolicy::none())
-            .build()
-            .unwrap();
-        ClaudeManagedAgents::new(client)
+        let builder = ClaudeManagedAgents::builder().base_url(self.server.base_url()).api_key("sk-test");
+        builder.retry(RetryPolicy::none()).build().unwrap()
     }
 
     fn paths(&self) -> Vec<String> {
@@ -495,8 +490,7 @@ fn normalize_keeps_the_raw_events() {
 #[tokio::test]
 async fn open_yields_a_streaming_connection() {
     let emulator = ClaudeEmulator::start(Script::new()).await.unwrap();
-    let provider =
-        ClaudeManagedAgents::new(ClaudeClient::builder().base_url(emulator.base_url()).api_key("k").build().unwrap());
+    let provider = emulator.provider_builder().build().unwrap();
     let (agent, environment) = emulator.seed_agent();
     let mut request = OpenRequest::default();
     request.agent_id = Some(agent);

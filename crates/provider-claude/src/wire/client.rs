@@ -1,24 +1,20 @@
-//! The Claude Managed Agents HTTP API.
+//! [`ClaudeClient`]: the Claude Managed Agents HTTP API, and [`ClaudeConfig`], how it reaches the API.
 
-use std::fmt;
 use std::time::Duration;
 
-use crate::settings::nonzero;
-use crate::wire::excerpt;
-use managed_agents_core::Error;
 use managed_agents_core::http::{
     Bytes, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, Secret, read_body,
 };
-use managed_agents_core::{HttpOptions, RetryPolicy};
+use managed_agents_core::{Error, HttpSettings};
 use serde_json::{Value, json};
 
-/// The default API root.
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-/// The API version header value.
+use crate::wire::excerpt;
+
+/// The default `anthropic-version` header value.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// The managed-agents beta.
+/// The default managed-agents beta.
 pub(crate) const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
-/// The files beta.
+/// The default files beta.
 pub(crate) const FILES_BETA: &str = "files-api-2025-04-14";
 /// Page size when listing a session's events.
 pub(crate) const EVENTS_PAGE_SIZE: u32 = 100;
@@ -27,13 +23,15 @@ pub(crate) const LIST_PAGE_SIZE: u32 = 100;
 /// The most pages one `list_all_*` call follows before it gives up (a server that never stops paging).
 pub(crate) const MAX_LIST_PAGES: usize = 10_000;
 
-/// How the client reaches the API. Built by [`ClaudeClient::builder`] (or [`ClaudeClient::from_env`]).
-#[derive(Clone)]
+/// How the client reaches the API: what the provider's builder
+/// ([`ClaudeManagedAgentsBuilder`](crate::ClaudeManagedAgentsBuilder)) was given, checked, with its defaults
+/// filled in. Read it with [`ClaudeClient::config`].
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClaudeConfig {
-    /// The API root (default `https://api.anthropic.com`).
+    /// The API root (default [`DEFAULT_BASE_URL`](crate::DEFAULT_BASE_URL)).
     pub base_url: String,
-    /// The API key.
+    /// The API key (its `Debug` is redacted).
     pub api_key: Secret,
     /// The `anthropic-version` header.
     pub anthropic_version: String,
@@ -41,153 +39,23 @@ pub struct ClaudeConfig {
     pub beta: String,
     /// The files beta header value.
     pub files_beta: String,
-    /// The limit for a response (head and body) of a JSON call.
-    pub request_timeout: Duration,
-    /// The longest silence on the event stream (the server sends keepalives) before it counts as dropped.
-    pub idle_timeout: Duration,
-    /// Retries for requests safe to repeat; posts of events are only repeated when certainly unprocessed.
-    pub retry: RetryPolicy,
-    /// Connect timeout, idle pool bound and HTTP version.
-    pub http_options: HttpOptions,
+    /// The request timeout (a JSON call's response, head and body), the event stream's idle timeout (the server
+    /// sends keepalives), the retries of requests safe to repeat (posts of events only when certainly
+    /// unprocessed) and the connection options.
+    pub http: HttpSettings,
 }
 
-impl fmt::Debug for ClaudeConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClaudeConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key)
-            .field("anthropic_version", &self.anthropic_version)
-            .field("beta", &self.beta)
-            .field("files_beta", &self.files_beta)
-            .field("request_timeout", &self.request_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("retry", &self.retry)
-            .field("http_options", &self.http_options)
-            .finish()
-    }
-}
-
-/// The default limit for one JSON call.
-const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// The default longest silence on the event stream.
-const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Builds a [`ClaudeClient`] from explicit values and defaults. [`ClaudeClientBuilder::new`] (and
-/// [`ClaudeClient::builder`]) never read the environment; [`ClaudeClientBuilder::from_env`] starts from it.
-#[derive(Debug, Default, Clone)]
-#[must_use]
-pub struct ClaudeClientBuilder {
-    base_url: Option<String>,
-    api_key: Option<Secret>,
-    anthropic_version: Option<String>,
-    beta: Option<String>,
-    files_beta: Option<String>,
-    request_timeout: Option<Duration>,
-    idle_timeout: Option<Duration>,
-    retry: Option<RetryPolicy>,
-    http_options: Option<HttpOptions>,
-}
-
-impl ClaudeClientBuilder {
-    /// An empty builder: nothing is read from the environment.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A builder pre-filled from the environment: the API key from `ANTHROPIC_API_KEY` and the API root from
-    /// `ANTHROPIC_BASE_URL`, each when set and not blank. Values set afterwards win.
-    pub fn from_env() -> Self {
-        let env = crate::settings::env_var;
-        Self { base_url: env("ANTHROPIC_BASE_URL"), api_key: env("ANTHROPIC_API_KEY").map(Secret::new), ..Self::new() }
-    }
-
-    /// The API root (default `https://api.anthropic.com`).
-    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = Some(base_url.into());
-        self
-    }
-
-    /// The API key (required).
-    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(Secret::new(api_key));
-        self
-    }
-
-    /// The `anthropic-version` header (default `2023-06-01`).
-    pub fn anthropic_version(mut self, version: impl Into<String>) -> Self {
-        self.anthropic_version = Some(version.into());
-        self
-    }
-
-    /// The managed-agents beta (default `managed-agents-2026-04-01`).
-    pub fn beta(mut self, beta: impl Into<String>) -> Self {
-        self.beta = Some(beta.into());
-        self
-    }
-
-    /// The files beta (default `files-api-2025-04-14`).
-    pub fn files_beta(mut self, beta: impl Into<String>) -> Self {
-        self.files_beta = Some(beta.into());
-        self
-    }
-
-    /// The limit for one JSON call, response head and body (default 60 s; must not be zero).
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = Some(timeout);
-        self
-    }
-
-    /// The longest silence on the event stream before it counts as dropped (default 10 min; the server sends
-    /// keepalives; must not be zero).
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = Some(timeout);
-        self
-    }
-
-    /// The retry policy (default: [`RetryPolicy::default`], honouring `retry-after`; checked with
-    /// [`RetryPolicy::validate`]).
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = Some(retry);
-        self
-    }
-
-    /// The HTTP connection settings (default [`HttpOptions::new`]: HTTP/1.1, at most 100 idle connections, 10 s
-    /// connect timeout; a zero connect timeout is refused by `build`).
-    pub fn http_options(mut self, options: HttpOptions) -> Self {
-        self.http_options = Some(options);
-        self
-    }
-
-    /// Builds the client. Fails with [`Error::InvalidOption`] without an API key, with a key that cannot be
-    /// sent as a header, with a base URL that is not an absolute `http(s)` URL, with a zero timeout, or with an
-    /// invalid retry policy.
-    pub fn build(self) -> Result<ClaudeClient, Error> {
-        let api_key = self.api_key.ok_or_else(|| {
-            Error::invalid_option("api_key", "no API key given (set one, or build from_env with ANTHROPIC_API_KEY)")
-        })?;
-        if HeaderValue::try_from(api_key.expose()).is_err() {
-            return Err(Error::invalid_option("api_key", "not a valid header value"));
-        }
-        let base_url = self.base_url.unwrap_or_else(|| DEFAULT_BASE_URL.into());
-        managed_agents_core::http::validate_base_url(&base_url)?;
-        let request_timeout = nonzero("request_timeout", self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT))?;
-        let idle_timeout = nonzero("idle_timeout", self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT))?;
-        let retry = self.retry.unwrap_or_default();
-        retry.validate()?;
-        let http_options = self.http_options.unwrap_or_default();
-        let http = HttpClient::with_options(&http_options)?;
-        let config = ClaudeConfig {
+impl ClaudeConfig {
+    /// A configuration with the default headers (`anthropic-version`, betas); the caller has checked every value.
+    pub(crate) fn new(base_url: String, api_key: Secret, http: HttpSettings) -> Self {
+        Self {
             base_url,
             api_key,
-            anthropic_version: self.anthropic_version.unwrap_or_else(|| ANTHROPIC_VERSION.into()),
-            beta: self.beta.unwrap_or_else(|| MANAGED_AGENTS_BETA.into()),
-            files_beta: self.files_beta.unwrap_or_else(|| FILES_BETA.into()),
-            request_timeout,
-            idle_timeout,
-            retry,
-            http_options,
-        };
-        Ok(ClaudeClient { http, config })
+            anthropic_version: ANTHROPIC_VERSION.into(),
+            beta: MANAGED_AGENTS_BETA.into(),
+            files_beta: FILES_BETA.into(),
+            http,
+        }
     }
 }
 
@@ -202,7 +70,9 @@ pub(super) enum Beta {
     Both,
 }
 
-/// A client of the Managed Agents API. Every call returns the server's JSON verbatim. Cheap to clone.
+/// A client of the Managed Agents API, for the endpoints the session loop does not use (agents, environments,
+/// sessions, resources, files). Every call returns the server's JSON verbatim. Cheap to clone. Get one from a
+/// provider: [`ClaudeManagedAgents::client`](crate::ClaudeManagedAgents::client).
 #[derive(Debug, Clone)]
 pub struct ClaudeClient {
     http: HttpClient,
@@ -240,15 +110,10 @@ pub(super) fn query_string(query: &[(&str, String)]) -> String {
 }
 
 impl ClaudeClient {
-    /// A builder that never reads the environment: set at least the API key.
-    pub fn builder() -> ClaudeClientBuilder {
-        ClaudeClientBuilder::new()
-    }
-
-    /// A client configured from the environment: `ANTHROPIC_API_KEY` (required) and `ANTHROPIC_BASE_URL`
-    /// (optional); the same as `ClaudeClientBuilder::from_env().build()`.
-    pub fn from_env() -> Result<Self, Error> {
-        ClaudeClientBuilder::from_env().build()
+    /// A client for `config`, whose values the provider's builder checked (only the connection options can still
+    /// fail here).
+    pub(crate) fn new(config: ClaudeConfig) -> Result<Self, Error> {
+        Ok(Self { http: HttpClient::with_options(&config.http.options)?, config })
     }
 
     /// The configuration.
@@ -300,10 +165,10 @@ impl ClaudeClient {
         beta: Beta,
         replay: Replay,
     ) -> Result<Response<Incoming>, Error> {
-        let timeout = self.config.request_timeout;
+        let timeout = self.config.http.request_timeout;
         let accept = "application/json";
         self.http
-            .send_with_retries(&self.config.retry, replay, timeout, || {
+            .send_with_retries(&self.config.http.retry, replay, timeout, || {
                 self.build_request(&method, path_and_query, &body, beta, accept)
             })
             .await
@@ -318,7 +183,7 @@ impl ClaudeClient {
         replay: Replay,
     ) -> Result<Value, Error> {
         let response = self.send(method, path_and_query, body, beta, replay).await?;
-        let bytes = read_body(response.into_body(), 64 << 20, self.config.request_timeout).await?;
+        let bytes = read_body(response.into_body(), 64 << 20, self.config.http.request_timeout).await?;
         if bytes.is_empty() {
             return Ok(Value::Null);
         }
@@ -507,7 +372,7 @@ impl ClaudeClient {
         let path = format!("/v1/sessions/{}/events/stream", encode(session_id));
         let response = self
             .http
-            .send_with_retries(&self.config.retry, Replay::Always, self.config.request_timeout, || {
+            .send_with_retries(&self.config.http.retry, Replay::Always, self.config.http.request_timeout, || {
                 self.build_request(&Method::GET, &path, &Body::None, Beta::ManagedAgents, "text/event-stream")
             })
             .await?;
@@ -516,7 +381,7 @@ impl ClaudeClient {
 
     /// The stream's idle timeout.
     pub fn idle_timeout(&self) -> Duration {
-        self.config.idle_timeout
+        self.config.http.idle_timeout
     }
 
     /// `GET /v1/sessions/{id}/resources`: one page (see [`ClaudeClient::list_all_resources`]).
@@ -557,36 +422,5 @@ mod tests {
         assert_eq!(encode("sesn_01"), "sesn_01");
         assert_eq!(encode("a/b c"), "a%2Fb%20c");
         assert_eq!(query_string(&[("limit", "100".into()), ("page", "x=y&z".into())]), "?limit=100&page=x%3Dy%26z");
-    }
-
-    #[test]
-    fn the_key_never_prints() {
-        let client = ClaudeClient::builder().api_key("sk-ant-secret").base_url("http://127.0.0.1:1").build().unwrap();
-        let printed = format!("{client:?}");
-        assert!(!printed.contains("sk-ant-secret") && printed.contains("redacted"), "{printed}");
-    }
-
-    #[test]
-    fn build_validates_instead_of_panicking_later() {
-        let base = || ClaudeClient::builder().api_key("k");
-        let option = |result: Result<ClaudeClient, Error>| match result {
-            Err(Error::InvalidOption { option, .. }) => option,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(option(ClaudeClient::builder().build()), "api_key");
-        assert_eq!(option(ClaudeClient::builder().api_key("bad\nkey").build()), "api_key");
-        assert_eq!(option(base().base_url("not a url").build()), "base_url");
-        assert_eq!(option(base().base_url("ftp://example.com").build()), "base_url");
-        assert_eq!(option(base().request_timeout(Duration::ZERO).build()), "request_timeout");
-        assert_eq!(option(base().idle_timeout(Duration::ZERO).build()), "idle_timeout");
-        let no_connect = HttpOptions::new().connect_timeout(Duration::ZERO);
-        assert_eq!(option(base().http_options(no_connect).build()), "http_options");
-        let mut jitter = RetryPolicy::default();
-        jitter.jitter = f64::NAN;
-        assert!(matches!(base().retry(jitter).build(), Err(Error::InvalidOption { .. })));
-        let extreme = base().request_timeout(Duration::MAX).idle_timeout(Duration::MAX).build().unwrap();
-        assert_eq!(extreme.idle_timeout(), Duration::MAX);
-        let trailing = base().base_url("http://127.0.0.1:1/").build().unwrap();
-        assert_eq!(trailing.config().base_url, "http://127.0.0.1:1/");
     }
 }

@@ -83,7 +83,7 @@ impl ClaudeClient {
     pub async fn download_file(&self, file_id: &str) -> Result<Bytes, Error> {
         let path = format!("/v1/files/{}/content", encode(file_id));
         let response = self.send(Method::GET, &path, Body::None, Beta::Both, Replay::Always).await?;
-        read_body(response.into_body(), 512 << 20, self.config().request_timeout).await
+        read_body(response.into_body(), 512 << 20, self.config().http.request_timeout).await
     }
 
     /// `DELETE /v1/files/{id}`.

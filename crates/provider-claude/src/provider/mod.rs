@@ -1,19 +1,21 @@
-//! The Claude Managed Agents provider.
+//! The provider room: [`ClaudeManagedAgents`] and its `Provider` impl (here), its builder (`builder`), a
+//! session's connection (`connection`) and the session spend limit (`spend_limit`).
 
-use std::sync::Arc;
+pub(crate) mod builder;
+mod connection;
+pub(crate) mod spend_limit;
 
 use async_trait::async_trait;
-use managed_agents_core::provision::{MemoryStore, ProvisionStore};
 use managed_agents_core::{
-    AgentHandle, AgentSpec, Capabilities, Connection, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest,
-    Provider, Reconnected, SeenIds, StreamItem, StreamingConnection, ToolUse, TurnInput, TurnResult,
+    AgentHandle, AgentSpec, Capabilities, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest, Provider,
+    ToolUse, TurnResult,
 };
 use serde_json::{Value, json};
 
 use crate::artifacts::ClaudeArtifacts;
 use crate::bootstrap::Bootstrap;
-use crate::budget::SessionBudget;
-use crate::builder::ClaudeManagedAgentsBuilder;
+use crate::provider::connection::ClaudeConnection;
+use crate::provider::spend_limit::SpendLimit;
 use crate::provision::{ClaudeProvisioner, Origin, ResourceKind};
 use crate::wire::client::ClaudeClient;
 use crate::wire::events;
@@ -29,11 +31,13 @@ use crate::wire::stream::EventStream;
 ///
 /// Open options: `agent_id` and `environment_id` (or an `AgentHandle`) for a new session, or `session_id` to
 /// reattach to an existing one. Provider options: `title` (string) and `session_metadata` (object) are sent with
-/// the new session, and `budget` (a [`SessionBudget`], see [`SessionBudget::OPTION`]) caps its spend.
+/// the new session, and `budget` (a [`SpendLimit`], see [`SpendLimit::OPTION`]) caps its spend.
 ///
 /// [`Provider::provision`] is content-addressed ([`ClaudeProvisioner`]): the agent and environment are named
 /// after their definitions' digests, reused when the provider's store remembers them or the service already has
 /// them, and created otherwise.
+///
+/// Build one with [`ClaudeManagedAgents::builder`] or [`ClaudeManagedAgents::from_env`].
 #[derive(Clone)]
 pub struct ClaudeManagedAgents {
     client: ClaudeClient,
@@ -47,35 +51,12 @@ impl std::fmt::Debug for ClaudeManagedAgents {
 }
 
 impl ClaudeManagedAgents {
-    /// What the provider supports: outcomes, interrupts and a session budget.
+    /// What the provider supports: outcomes, interrupts and a session spend limit (core's `budget` capability).
     pub const CAPABILITIES: Capabilities = Capabilities::none().with_outcomes().with_interrupt().with_budget();
-
-    /// A provider using `client`, remembering what it provisions in memory (see
-    /// [`ClaudeManagedAgents::with_store`]).
-    pub fn new(client: ClaudeClient) -> Self {
-        Self::with_store(client, Arc::new(MemoryStore::new()))
-    }
-
-    /// A provider using `client` whose [`Provider::provision`] remembers agents and environments in `store`.
-    pub fn with_store(client: ClaudeClient, store: Arc<dyn ProvisionStore>) -> Self {
-        Self { provisioner: ClaudeProvisioner::new(client.clone(), store), client }
-    }
 
     /// The content-addressed provisioner [`Provider::provision`] uses (ensure, tag, resolve, prune).
     pub fn provisioner(&self) -> &ClaudeProvisioner {
         &self.provisioner
-    }
-
-    /// A builder with the client's knobs (API key, base URL, timeouts, retry policy); it never reads the
-    /// environment.
-    pub fn builder() -> ClaudeManagedAgentsBuilder {
-        ClaudeManagedAgentsBuilder::new()
-    }
-
-    /// A provider configured from the environment: `ANTHROPIC_API_KEY` (required) and `ANTHROPIC_BASE_URL`
-    /// (optional). See [`ClaudeClient::from_env`].
-    pub fn from_env() -> Result<Self, Error> {
-        Ok(Self::new(ClaudeClient::from_env()?))
     }
 
     /// The API client, for the endpoints the loop does not use (agents, environments, files …).
@@ -88,10 +69,6 @@ impl ClaudeManagedAgents {
     pub fn artifacts(&self, session_id: impl Into<String>) -> ClaudeArtifacts {
         ClaudeArtifacts::new(self.client.clone(), session_id)
     }
-}
-
-fn to_events(values: Vec<Value>) -> Vec<Event> {
-    values.into_iter().filter_map(|value| Event::from_value(value).ok()).collect()
 }
 
 #[async_trait]
@@ -138,8 +115,8 @@ impl Provider for ClaudeManagedAgents {
         if !metadata.is_empty() {
             body["metadata"] = Value::Object(metadata);
         }
-        if let Some(budget) = request.options.get(SessionBudget::OPTION) {
-            body["budget"] = SessionBudget::wire_value(budget)?;
+        if let Some(budget) = request.options.get(SpendLimit::OPTION) {
+            body["budget"] = SpendLimit::wire_value(budget)?;
         }
         let session = client.create_session(body).await?;
         let session_id = id_of(&session, "created session")?;
@@ -250,55 +227,4 @@ fn id_of(record: &Value, what: &'static str) -> Result<String, Error> {
         .and_then(Value::as_str)
         .map(str::to_string)
         .ok_or_else(|| Error::malformed(what, "no `id`", excerpt(record.to_string().as_bytes())))
-}
-
-struct ClaudeConnection {
-    client: ClaudeClient,
-    session_id: String,
-    resumed: bool,
-    stream: Option<EventStream>,
-}
-
-#[async_trait]
-impl Connection for ClaudeConnection {
-    fn session_id(&self) -> Option<String> {
-        Some(self.session_id.clone())
-    }
-
-    fn resumed(&self) -> bool {
-        self.resumed
-    }
-}
-
-#[async_trait]
-impl StreamingConnection for ClaudeConnection {
-    /// Opens a new stream first, then lists the whole history, so no event can fall between the two; events
-    /// seen twice are dropped by the session's seen set.
-    async fn reconnect(&mut self, seen: &SeenIds) -> Result<Reconnected, Error> {
-        self.stream = None;
-        let body = self.client.open_stream(&self.session_id).await?;
-        let history = to_events(self.client.list_all_events(&self.session_id).await?);
-        // The new stream announces itself (`Connected`), which kicks off a session dropped before its kickoff.
-        self.stream = Some(EventStream::new(body, self.client.idle_timeout()));
-        let pending = events::unanswered_tool_uses(&history);
-        let seen_ids = history.iter().filter_map(Event::id).map(str::to_string).collect();
-        let missed = seen.unseen(history);
-        Ok(Reconnected::new(pending, missed, seen_ids))
-    }
-
-    async fn push(&mut self, input: TurnInput) -> Result<(), Error> {
-        let events = events::input_events(input)?;
-        self.client.send_events(&self.session_id, events).await.map(|_| ())
-    }
-
-    async fn next_item(&mut self) -> StreamItem {
-        match &mut self.stream {
-            Some(stream) => stream.next_item().await,
-            None => StreamItem::Closed,
-        }
-    }
-
-    fn is_turn_boundary(&self, event: &Event) -> bool {
-        events::is_turn_boundary(event)
-    }
 }
