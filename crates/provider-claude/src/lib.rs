@@ -28,7 +28,6 @@
 //! * [`artifacts`]: a session's files by name ([`ClaudeArtifacts`], also [`ClaudeManagedAgents::artifacts`]):
 //!   what the agent wrote under [`artifacts::OUTPUTS_DIR`] and what you put, mounted under
 //!   [`artifacts::INPUTS_DIR`].
-//! * [`bootstrap`]: the script and instructions that install an environment's declared runtimes with mise.
 //! * [`SpendLimit`] / [`SpendLimitReached`]: a session's spend limit (the wire's `budget`) and the report of
 //!   reaching it.
 //! * `emulator` feature: [`emulator::ClaudeEmulator`], a Managed Agents server on loopback that plays a
@@ -71,7 +70,6 @@
 //! ```
 
 pub mod artifacts;
-pub mod bootstrap;
 #[cfg(feature = "emulator")]
 pub mod emulator;
 #[cfg(test)]
@@ -89,7 +87,7 @@ pub use artifacts::ClaudeArtifacts;
 pub use provider::ClaudeManagedAgents;
 pub use provider::builder::{ClaudeManagedAgentsBuilder, DEFAULT_BASE_URL, DEFAULT_HTTP_SETTINGS};
 pub use provider::spend_limit::{SESSION_USAGE, SPEND_LIMIT_REACHED, SpendLimit, SpendLimitReached};
-pub use provision::ClaudeProvisioner;
+pub use provision::provisioner::ClaudeProvisioner;
 pub use wire::client::{ClaudeClient, ClaudeConfig};
 pub use wire::stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
 

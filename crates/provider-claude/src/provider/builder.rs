@@ -11,7 +11,7 @@ use managed_agents_core::provision::{MemoryStore, ProvisionStore};
 use managed_agents_core::{Error, HttpOptions, HttpSettings, RetryPolicy, env_var};
 
 use crate::provider::ClaudeManagedAgents;
-use crate::provision::ClaudeProvisioner;
+use crate::provision::provisioner::ClaudeProvisioner;
 use crate::wire::client::{ClaudeClient, ClaudeConfig};
 
 /// The default API root.

@@ -13,10 +13,11 @@ use managed_agents_core::{
 use serde_json::{Value, json};
 
 use crate::artifacts::ClaudeArtifacts;
-use crate::bootstrap::Bootstrap;
 use crate::provider::connection::ClaudeConnection;
 use crate::provider::spend_limit::SpendLimit;
-use crate::provision::{ClaudeProvisioner, Origin, ResourceKind};
+use crate::provision::bootstrap::Bootstrap;
+use crate::provision::provisioned::{Origin, ResourceKind};
+use crate::provision::provisioner::ClaudeProvisioner;
 use crate::wire::client::ClaudeClient;
 use crate::wire::events;
 use crate::wire::excerpt;

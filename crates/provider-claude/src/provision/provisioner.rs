@@ -1,184 +1,22 @@
-//! Agents and environments as content-addressed images: [`ClaudeProvisioner`].
-//!
-//! A definition ([`AgentSpec`], [`EnvironmentSpec`]) is provisioned under the name `<base>_<digest8>`, where the
-//! digest covers everything but the name ([`AgentSpec::digest`]): the same definition always lands on the same
-//! resource, a changed one on a new resource next to the old ones (an *image* per version). The base is the
-//! spec's name (or one given explicitly); names follow [`NamePolicy::CLAUDE`], and a base too long to keep whole
-//! is refused rather than shortened, because [`ClaudeProvisioner::prune`] recognises versions by their exact
-//! `<base>_` prefix.
-//!
-//! * **ensure** ([`ClaudeProvisioner::ensure_agent`], [`ClaudeProvisioner::ensure_environment`]): the store
-//!   remembers the resource → reused, no request; otherwise created; a `409` (the name exists: created by another
-//!   process, or before this store existed) → every page of the list is searched for the name, and a live
-//!   resource of that name is adopted; an archived one is an [`Error::NameConflict`] (archived resources cannot be
-//!   revived, and their names stay taken).
-//! * **tag / resolve**: `tag(kind, base, "prod", digest)` names a version; `resolve(kind, "base:prod")` returns
-//!   it. Tags are written with [`update`] (compare-and-swap), so two processes tagging at once lose nothing.
-//! * **prune**: keeps the newest `keep` live versions of a base plus every tagged one, archives the rest oldest
-//!   first, and forgets them in the store; it goes on after a failure and reports each one.
-//!
-//! ## Store keys
-//!
-//! | key | value |
-//! |---|---|
-//! | `claude:agent:<base>:<digest8>` | `{"kind":"agent","id","name","base","digest"}` |
-//! | `claude:environment:<base>:<digest8>` | the same, `"kind":"environment"` |
-//! | `claude:agent-tags:<base>` | `{"<tag>": "<digest8>", …}` |
-//! | `claude:environment-tags:<base>` | the same, for environments |
-//!
-//! One key per provider-side name (the name is `<base>_<digest8>`), so the key both caches the handle and indexes
-//! the digest (upstream kept those apart). Pruning also removes the facade's entries (`provision:…`,
-//! [`managed_agents_core::provision::provision`]) whose `agent_id` or `environment_id` is the archived resource.
-//!
-//! Runtimes of an [`EnvironmentSpec`] count in its digest and never reach the wire: the ensured environment
-//! carries a [`Bootstrap`] (script and system-prompt instructions, recomputed on every call, never stored), and a
-//! limited network lets the script's hosts through ([`crate::bootstrap`]).
+//! [`ClaudeProvisioner`]: ensure, tag, resolve, prune — content-addressed agents and environments (see the
+//! [room's docs](crate::provision)).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use managed_agents_core::provision::{Digest, NamePolicy, ProvisionStore, update};
-use managed_agents_core::{AgentSpec, EnvironmentSpec, Error, Networking};
-use serde_json::{Map, Value, json};
+use managed_agents_core::{AgentSpec, EnvironmentSpec, Error};
+use serde_json::{Value, json};
 
-use crate::bootstrap::{Bootstrap, allow_mise_hosts};
+use crate::provision::bodies::{agent_body, environment_config};
+use crate::provision::bootstrap::Bootstrap;
+use crate::provision::provisioned::{Origin, Provisioned, PruneFailure, PruneReport, ResourceKind, version_digest};
 use crate::wire::client::ClaudeClient;
 use crate::wire::excerpt;
 
-/// Which kind of resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ResourceKind {
-    /// A Managed Agents agent (`agent_…`).
-    Agent,
-    /// A Managed Agents environment (`env_…`).
-    Environment,
-}
-
-impl ResourceKind {
-    /// `"agent"` or `"environment"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Agent => "agent",
-            Self::Environment => "environment",
-        }
-    }
-
-    /// The store key remembering the version `<base>_<digest8>`.
-    pub fn store_key(self, base: &str, digest8: &str) -> String {
-        format!("claude:{}:{base}:{digest8}", self.as_str())
-    }
-
-    /// The store key of a base's tags.
-    pub fn tags_key(self, base: &str) -> String {
-        format!("claude:{}-tags:{base}", self.as_str())
-    }
-
-    fn parse(text: &str) -> Option<Self> {
-        match text {
-            "agent" => Some(Self::Agent),
-            "environment" => Some(Self::Environment),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for ResourceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How an ensure call came by its resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Origin {
-    /// This call created it.
-    Created,
-    /// The name was taken (`409`) by a live resource, which this call adopted.
-    Adopted,
-    /// The store remembered it (no request was made); also what [`ClaudeProvisioner::resolve`] returns.
-    #[default]
-    Stored,
-}
-
-/// A provisioned agent or environment: one version of a base.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Provisioned {
-    /// Agent or environment.
-    pub kind: ResourceKind,
-    /// The service's id (`agent_…`, `env_…`).
-    pub id: String,
-    /// The name it was provisioned under: `<base>_<digest>`.
-    pub name: String,
-    /// The base name.
-    pub base: String,
-    /// The first 8 hex characters of the definition's digest.
-    pub digest: String,
-    /// How this call came by it (not stored).
-    pub origin: Origin,
-    /// For an environment with runtimes, how to install them (recomputed by every
-    /// [`ClaudeProvisioner::ensure_environment`], never stored; `None` from [`ClaudeProvisioner::resolve`]).
-    pub bootstrap: Option<Bootstrap>,
-}
-
-impl Provisioned {
-    /// What the store keeps (everything but the origin).
-    pub fn to_value(&self) -> Value {
-        json!({"kind": self.kind.as_str(), "id": self.id, "name": self.name, "base": self.base, "digest": self.digest})
-    }
-
-    /// Reads what [`Provisioned::to_value`] wrote; `None` for anything else.
-    pub fn from_value(value: &Value) -> Option<Self> {
-        let field = |key: &str| value.get(key).and_then(Value::as_str).filter(|v| !v.is_empty()).map(str::to_string);
-        Some(Self {
-            kind: ResourceKind::parse(value.get("kind")?.as_str()?)?,
-            id: field("id")?,
-            name: field("name")?,
-            base: value.get("base")?.as_str()?.to_string(),
-            digest: field("digest").filter(|d| is_digest8(d))?,
-            origin: Origin::Stored,
-            bootstrap: None,
-        })
-    }
-}
-
-/// What [`ClaudeProvisioner::prune`] did.
-#[derive(Debug, Default)]
-#[non_exhaustive]
-#[must_use = "a prune can fail part-way: check `failed`"]
-pub struct PruneReport {
-    /// Names archived, oldest first.
-    pub archived: Vec<String>,
-    /// Names kept (the newest `keep`, then the tagged ones), newest first.
-    pub kept: Vec<String>,
-    /// Versions that could not be archived, with why (they stay live and remembered).
-    pub failed: Vec<PruneFailure>,
-}
-
-impl PruneReport {
-    /// Whether every version meant to be archived was.
-    pub fn is_complete(&self) -> bool {
-        self.failed.is_empty()
-    }
-}
-
-/// A version [`ClaudeProvisioner::prune`] failed to archive.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct PruneFailure {
-    /// Its name.
-    pub name: String,
-    /// Its id.
-    pub id: String,
-    /// Why archiving failed.
-    pub error: Error,
-}
-
-/// Content-addressed provisioning of agents and environments on Claude Managed Agents (see the [module
-/// docs](self)). Cheap to clone; share one store between the processes that provision the same things.
+/// Content-addressed provisioning of agents and environments on Claude Managed Agents (see the [room's
+/// docs](crate::provision)). Cheap to clone; share one store between the processes that provision the same things.
 #[derive(Clone)]
 pub struct ClaudeProvisioner {
     client: ClaudeClient,
@@ -194,85 +32,12 @@ impl fmt::Debug for ClaudeProvisioner {
 /// The default base of an environment whose spec has no name.
 pub const DEFAULT_ENVIRONMENT_BASE: &str = "env";
 
-fn is_digest8(text: &str) -> bool {
-    text.len() == 8 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// The model id the wire wants: a catalog id's `provider:` prefix is dropped.
-pub(crate) fn bare_model(model: &str) -> &str {
-    model.rsplit_once(':').map_or(model, |(_, bare)| bare)
-}
-
-/// The create-agent body for `spec` under `name`: bare model id, system prompt, custom tools, description and
-/// metadata when given.
-pub(crate) fn agent_body(spec: &AgentSpec, name: &str) -> Result<Value, Error> {
-    let model = spec
-        .model
-        .as_deref()
-        .map(bare_model)
-        .filter(|m| !m.is_empty())
-        .ok_or_else(|| Error::invalid_spec("agent spec", "it names no model"))?;
-    let tools: Vec<Value> = spec
-        .tools
-        .iter()
-        .map(
-            |t| json!({"type": "custom", "name": t.name, "description": t.description, "input_schema": t.input_schema}),
-        )
-        .collect();
-    let mut body = json!({"name": name, "model": model, "system": spec.system_prompt, "tools": tools});
-    if let Some(description) = &spec.description {
-        body["description"] = json!(description);
-    }
-    if !spec.metadata.is_empty() {
-        body["metadata"] = json!(spec.metadata);
-    }
-    Ok(body)
-}
-
-/// The environment `config` for `spec`: its `config` verbatim when given; otherwise a cloud environment with the
-/// spec's networking and packages. Runtimes never reach the wire, but when there are some and the networking is
-/// limited, the hosts their bootstrap needs are allowed ([`crate::bootstrap::MISE_HOSTS`]).
-pub fn environment_config(spec: &EnvironmentSpec) -> Value {
-    let mut config = wire_config(spec);
-    if !spec.runtimes.is_empty() {
-        allow_mise_hosts(&mut config);
-    }
-    config
-}
-
-fn wire_config(spec: &EnvironmentSpec) -> Value {
-    if let Some(config) = &spec.config {
-        return config.clone();
-    }
-    let networking = match &spec.networking {
-        Networking::Unrestricted => json!({"type": "unrestricted"}),
-        Networking::Limited { allowed_hosts } => json!({"type": "limited", "allowed_hosts": allowed_hosts}),
-        // A networking mode this provider does not know yet must not open the network: no host is allowed.
-        _ => json!({"type": "limited", "allowed_hosts": []}),
-    };
-    let mut config = json!({"type": "cloud", "networking": networking});
-    if !spec.packages.is_empty() {
-        let mut packages = Map::new();
-        packages.insert("type".into(), json!("packages"));
-        for (manager, names) in &spec.packages {
-            packages.insert(manager.clone(), json!(names));
-        }
-        config["packages"] = Value::Object(packages);
-    }
-    config
-}
-
 fn string_field<'a>(record: &'a Value, key: &str) -> Option<&'a str> {
     record.get(key).and_then(Value::as_str)
 }
 
 fn is_live(record: &Value) -> bool {
     record.get("archived_at").is_none_or(Value::is_null)
-}
-
-/// The digest of `name` when it is exactly `<base>_` + 8 lowercase hex characters.
-fn version_digest<'a>(name: &'a str, base: &str) -> Option<&'a str> {
-    name.strip_prefix(base)?.strip_prefix('_').filter(|digest| is_digest8(digest))
 }
 
 impl ClaudeProvisioner {
@@ -565,49 +330,4 @@ fn id_of(record: &Value, kind: ResourceKind) -> Result<String, Error> {
         .filter(|id| !id.is_empty())
         .map(str::to_string)
         .ok_or_else(|| Error::malformed(kind.as_str(), "no `id`", excerpt(record.to_string().as_bytes())))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_are_exactly_base_and_eight_hex() {
-        assert_eq!(version_digest("d_aaaaaaaa", "d"), Some("aaaaaaaa"));
-        assert_eq!(version_digest("d_d_aaaaaaaa", "d"), None);
-        assert_eq!(version_digest("data_analysis_abc12345", "data"), None);
-        assert_eq!(version_digest("d_AAAAAAAA", "d"), None);
-        assert_eq!(version_digest("d_aaaaaaaaa", "d"), None);
-    }
-
-    #[test]
-    fn stored_values_round_trip_and_foreign_shapes_are_refused() {
-        let found = Provisioned {
-            kind: ResourceKind::Agent,
-            id: "agent_1".into(),
-            name: "a_0123abcd".into(),
-            base: "a".into(),
-            digest: "0123abcd".into(),
-            origin: Origin::Created,
-            bootstrap: None,
-        };
-        let back = Provisioned::from_value(&found.to_value()).unwrap();
-        assert_eq!(back, Provisioned { origin: Origin::Stored, ..found });
-        assert_eq!(Provisioned::from_value(&json!({"environment_id": "env_partial"})), None);
-        assert_eq!(Provisioned::from_value(&json!({"kind": "agent", "id": "x", "name": "n", "base": "b"})), None);
-    }
-
-    #[test]
-    fn the_environment_config_follows_the_spec() {
-        let spec = EnvironmentSpec::new()
-            .networking(Networking::Limited { allowed_hosts: vec!["pypi.org".into()] })
-            .packages("pip", ["pandas"]);
-        assert_eq!(
-            environment_config(&spec),
-            json!({"type": "cloud", "networking": {"type": "limited", "allowed_hosts": ["pypi.org"]},
-                   "packages": {"type": "packages", "pip": ["pandas"]}})
-        );
-        let verbatim = EnvironmentSpec::new().config(json!({"type": "self_hosted"}));
-        assert_eq!(environment_config(&verbatim), json!({"type": "self_hosted"}));
-    }
 }

@@ -8,7 +8,7 @@
 //! installs the runtimes once, the first time it needs them. When the environment's networking is limited, the
 //! hosts the script needs ([`MISE_HOSTS`]) are added to its allowed hosts.
 //!
-//! [`ClaudeProvisioner::ensure_environment`]: crate::ClaudeProvisioner::ensure_environment
+//! [`ClaudeProvisioner::ensure_environment`]: crate::provision::ClaudeProvisioner::ensure_environment
 
 use managed_agents_core::{EnvironmentSpec, Error, Runtime};
 use serde_json::{Value, json};
