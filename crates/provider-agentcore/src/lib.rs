@@ -27,10 +27,10 @@
 //! * [`artifacts`]: the session's artifacts ([`SessionStorageArtifacts`]: list, fetch, put, delete by name) as
 //!   files in its session storage mount, through runtime commands ([`run_command`]: a shell command in the
 //!   session's runtime, stdout/stderr streamed, exit code returned).
-//! * `emulator` (feature `emulator`): `emulator::AgentCoreEmulator`, an `InvokeHarness` server on loopback that
-//!   answers the real SDK client with event-stream frames following a conformance script (and the harness
-//!   control plane, with statuses that change over time, and runtime commands over an in-memory filesystem per
-//!   session), and `emulator::AgentCoreBackend`.
+//! * `emulator` (feature `emulator`): `emulator::AgentCoreEmulator`, an `InvokeHarness` server on loopback (on
+//!   the conformance kit's emulator scaffold) that answers the real SDK client with event-stream frames following
+//!   a conformance script (and the harness control plane, with statuses that change over time, and runtime
+//!   commands over an in-memory filesystem per session), and `emulator::AgentCoreBackend`.
 //!
 //! ## Example
 //!

@@ -12,14 +12,18 @@ use std::io;
 use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::time::Duration;
 
-use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, ControlOptions, EXECUTION_ROLE_ARN, Transition};
 use managed_agents_agentcore::provision::Provenance;
-use managed_agents_agentcore::{ProvisionSettings, ProvisionedHarness};
+use managed_agents_agentcore::{BedrockAgentCore, ProvisionSettings, ProvisionedHarness};
 use managed_agents_conformance::{Script, ScriptTurn};
 use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{AgentSpec, EnvironmentSpec, Error, Provider, Session, SessionOptions, ToolSchema, tool_fn};
 use serde_json::{Value, json};
+
+/// A provider on the emulator, as its builder makes it.
+fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
+    emulator.provider_builder().build().expect("the emulator's provider builds")
+}
 
 /// Upstream's `@spec_bedrock`: a named spec with one tool and a Bedrock model.
 fn spec() -> AgentSpec {
@@ -48,7 +52,7 @@ fn provider_with(emulator: &AgentCoreEmulator, settings: ProvisionSettings) -> B
 }
 
 async fn provision(emulator: &AgentCoreEmulator) -> Result<ProvisionedHarness, Error> {
-    emulator.provider_builder().build().expect("the emulator's provider builds").provision_harness(&spec(), None).await
+    provider(emulator).provision_harness(&spec(), None).await
 }
 
 fn requests(emulator: &AgentCoreEmulator, method: &str) -> Vec<String> {
@@ -151,13 +155,7 @@ async fn a_well_formed_role_reaches_the_create() {
 async fn the_create_carries_the_validated_fields() {
     let emulator = emulator().await;
     let spec = AgentSpec::new("h", "hi").model("claude-sonnet-4-6");
-    emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision(&spec, None)
-        .await
-        .expect("provisioned");
+    provider(&emulator).provision(&spec, None).await.expect("provisioned");
     let body = create_body(&emulator);
     assert_eq!(body["executionRoleArn"], EXECUTION_ROLE_ARN);
     assert_eq!(body["model"], json!({"bedrockModelConfig": {"modelId": "claude-sonnet-4-6"}}));
@@ -205,13 +203,7 @@ async fn a_spec_shaped_map_deserialises_and_provisions() {
         "name": "coerced-harness", "system_prompt": "coerce me", "tools": [], "model": "m"
     }))
     .expect("a spec");
-    emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision(&spec, None)
-        .await
-        .expect("provisioned");
+    provider(&emulator).provision(&spec, None).await.expect("provisioned");
     assert_eq!(create_body(&emulator)["systemPrompt"], json!([{"text": "coerce me"}]));
 }
 
@@ -220,13 +212,7 @@ async fn a_spec_shaped_map_deserialises_and_provisions() {
 #[tokio::test]
 async fn an_invalid_spec_is_rejected_before_anything_is_sent() {
     let emulator = emulator().await;
-    let error = emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision(&AgentSpec::new("", "no name here"), None)
-        .await
-        .expect_err("invalid");
+    let error = provider(&emulator).provision(&AgentSpec::new("", "no name here"), None).await.expect_err("invalid");
     assert!(matches!(error, Error::InvalidSpec { .. }), "{error:?}");
     assert!(emulator.control_requests().is_empty());
 }
@@ -294,7 +280,7 @@ async fn a_failed_holder_is_a_name_conflict() {
 #[tokio::test]
 async fn teardown_deletes_the_harness_by_id() {
     let emulator = emulator().await;
-    let provider = emulator.provider_builder().build().expect("the emulator's provider builds");
+    let provider = provider(&emulator);
     let provisioned = provider.provision_harness(&spec(), None).await.expect("provisioned");
     provider.teardown(&provisioned.handle()).await.expect("torn down");
     assert_eq!(deleted(&emulator), vec![provisioned.harness_id]);
@@ -412,7 +398,7 @@ async fn the_recreate_path_rolls_back_what_it_created() {
 async fn a_dropped_call_still_rolls_back() {
     let emulator = emulator().await;
     emulator.set_control_options(ControlOptions::default().with_ready_after(Transition::Never));
-    let provider = emulator.provider_builder().build().expect("the emulator's provider builds");
+    let provider = provider(&emulator);
     let spec = spec();
     assert!(tokio::time::timeout(Duration::from_millis(50), provider.provision_harness(&spec, None)).await.is_err());
     let delete =
@@ -572,7 +558,7 @@ async fn a_failed_wait_is_an_event_with_the_failure() {
 #[tokio::test]
 async fn the_handle_runs_a_session() {
     let emulator = emulator().await;
-    let provider = emulator.provider_builder().build().expect("the emulator's provider builds");
+    let provider = provider(&emulator);
     let handle = provider.provision(&spec(), None).await.expect("provisioned");
     let handler = tool_fn(|_, _| async move { Ok(String::new()) });
     let result = Session::run(&provider, handler, SessionOptions::new().agent_id(handle.agent_id).prompt("hi"))
@@ -593,13 +579,7 @@ fn live_canary_environment() -> EnvironmentSpec {
 async fn the_environment_config_reaches_the_create_verbatim() {
     let emulator = emulator().await;
     let environment = live_canary_environment();
-    emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision(&spec(), Some(&environment))
-        .await
-        .expect("provisioned");
+    provider(&emulator).provision(&spec(), Some(&environment)).await.expect("provisioned");
     assert_eq!(create_body(&emulator)["environment"], environment.config.expect("config"));
 }
 
@@ -607,13 +587,7 @@ async fn the_environment_config_reaches_the_create_verbatim() {
 #[tokio::test]
 async fn no_environment_sends_none() {
     let emulator = emulator().await;
-    emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision(&spec(), None)
-        .await
-        .expect("provisioned");
+    provider(&emulator).provision(&spec(), None).await.expect("provisioned");
     assert!(create_body(&emulator).get("environment").is_none());
 }
 
@@ -623,13 +597,7 @@ async fn no_environment_sends_none() {
 async fn the_wire_body_carries_the_environment() {
     let emulator = emulator().await;
     let environment = live_canary_environment();
-    emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision(&spec(), Some(&environment))
-        .await
-        .expect("provisioned");
+    provider(&emulator).provision(&spec(), Some(&environment)).await.expect("provisioned");
     let create = emulator.control_requests().into_iter().find(|r| r.method == "POST").expect("a create");
     assert_eq!(create.path, "/harnesses");
     assert_eq!(

@@ -2,6 +2,7 @@
 //! every harness status is classified, and the ready-wait and 409 recovery act on the class. Waits run through
 //! the real control-plane SDK client against the AgentCore emulator.
 
+use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_agentcore::provision::Provenance;
 use managed_agents_conformance::Script;
@@ -17,6 +18,11 @@ fn name() -> String {
     NamePolicy::AGENTCORE.compose(&spec().name, &spec().digest()).expect("name")
 }
 
+/// A provider on the emulator, as its builder makes it.
+fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
+    emulator.provider_builder().build().expect("the emulator's provider builds")
+}
+
 fn gets(emulator: &AgentCoreEmulator) -> usize {
     emulator.control_requests().iter().filter(|r| r.method == "GET" && r.path.starts_with("/harnesses/")).count()
 }
@@ -26,13 +32,7 @@ fn gets(emulator: &AgentCoreEmulator) -> usize {
 async fn deleting_ends_the_ready_wait() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     emulator.next_create_ends_in("DELETING", None);
-    let error = emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision_harness(&spec(), None)
-        .await
-        .expect_err("terminating");
+    let error = provider(&emulator).provision_harness(&spec(), None).await.expect_err("terminating");
     assert!(matches!(&error, Error::ProvisionFailed { status, .. } if status == "DELETING"), "{error:?}");
     assert_eq!(gets(&emulator), 3, "CREATING, CREATING, DELETING: not polled further");
 }
@@ -42,13 +42,7 @@ async fn deleting_ends_the_ready_wait() {
 async fn an_unknown_status_ends_the_ready_wait() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     emulator.next_create_ends_in("INACTIVE", None);
-    let error = emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision_harness(&spec(), None)
-        .await
-        .expect_err("unknown");
+    let error = provider(&emulator).provision_harness(&spec(), None).await.expect_err("unknown");
     assert!(matches!(&error, Error::ProvisionFailed { status, .. } if status == "INACTIVE"), "{error:?}");
     assert_eq!(gets(&emulator), 3);
 }
@@ -58,13 +52,7 @@ async fn an_unknown_status_ends_the_ready_wait() {
 async fn a_creating_harness_is_adopted() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     let existing = emulator.seed_harness(&name(), "CREATING");
-    let provisioned = emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision_harness(&spec(), None)
-        .await
-        .expect("adopted");
+    let provisioned = provider(&emulator).provision_harness(&spec(), None).await.expect("adopted");
     assert_eq!((provisioned.harness_id, provisioned.provenance), (existing.id, Provenance::Adopted));
 }
 
@@ -74,12 +62,6 @@ async fn a_creating_harness_is_adopted() {
 async fn a_harness_without_a_status_is_never_adopted() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     emulator.seed_harness(&name(), "");
-    let error = emulator
-        .provider_builder()
-        .build()
-        .expect("the emulator's provider builds")
-        .provision_harness(&spec(), None)
-        .await
-        .expect_err("conflict");
+    let error = provider(&emulator).provision_harness(&spec(), None).await.expect_err("conflict");
     assert!(matches!(&error, Error::NameConflict { name: taken, .. } if *taken == name()), "{error:?}");
 }

@@ -117,10 +117,15 @@ impl Provider for BedrockAgentCore {
             }
             None => (new_session_id(), false),
         };
-        let overrides = Overrides::from_request(&request)?;
-        let (client, settings) = (self.client.clone(), self.settings.clone());
-        let connection = AgentCoreConnection::new(client, settings, harness_arn, session_id, resumed, overrides);
-        Ok(OpenConnection::RequestResponse(Box::new(connection)))
+        Ok(OpenConnection::RequestResponse(Box::new(AgentCoreConnection {
+            client: self.client.clone(),
+            settings: self.settings.clone(),
+            harness_arn,
+            session_id,
+            resumed,
+            overrides: Overrides::from_request(&request)?,
+            previous: Vec::new(),
+        })))
     }
 
     fn normalize(&self, events: &[Event]) -> TurnResult {

@@ -55,28 +55,15 @@ impl Overrides {
 
 /// One runtime session on one harness.
 pub(super) struct AgentCoreConnection {
-    client: Client,
-    settings: Settings,
-    harness_arn: String,
-    session_id: String,
-    resumed: bool,
-    overrides: Overrides,
+    pub(super) client: Client,
+    pub(super) settings: Settings,
+    pub(super) harness_arn: String,
+    pub(super) session_id: String,
+    /// Whether the caller gave the session id (a reattach).
+    pub(super) resumed: bool,
+    pub(super) overrides: Overrides,
     /// The reasoning and tool-call blocks of the last call's final assistant message, echoed on resume.
-    previous: Vec<AssistantBlock>,
-}
-
-impl AgentCoreConnection {
-    /// A connection to `session_id` (`resumed` when the caller gave the id) on `harness_arn`.
-    pub(super) fn new(
-        client: Client,
-        settings: Settings,
-        harness_arn: String,
-        session_id: String,
-        resumed: bool,
-        overrides: Overrides,
-    ) -> Self {
-        Self { client, settings, harness_arn, session_id, resumed, overrides, previous: Vec::new() }
-    }
+    pub(super) previous: Vec<AssistantBlock>,
 }
 
 /// Why one invocation attempt failed, and whether another attempt may succeed.

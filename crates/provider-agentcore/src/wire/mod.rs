@@ -3,8 +3,8 @@
 //! model needs ([`messages`]); an event stream is read under one idle timer ([`idle`]); the SDK's errors become
 //! ours ([`sdk_error`]).
 //!
-//! Only [`StopReason`](crate::StopReason) is public (at the crate root). The fuzz targets reach the rest through `--cfg fuzzing`,
-//! under which this module is public (hidden from the documentation).
+//! Only [`StopReason`](crate::StopReason) is public (at the crate root). The fuzz targets reach the rest through
+//! `--cfg fuzzing`, under which this module is public (hidden from the documentation).
 
 pub(crate) mod convert;
 pub(crate) mod events;
