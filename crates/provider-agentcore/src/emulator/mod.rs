@@ -55,7 +55,7 @@ mod options;
 mod playback;
 mod routes;
 mod runtime;
-mod server;
+pub(crate) mod server;
 mod sessions;
 mod shell;
 mod state;

@@ -231,7 +231,7 @@ mod tests {
     use managed_agents_core::{OpenConnection, Provider};
 
     use super::*;
-    use crate::emulator::AgentCoreEmulator;
+    use crate::emulator::server::AgentCoreEmulator;
 
     /// The stream's one idle timer measures each wait on its own: a first wait shorter than the timeout passes,
     /// and a stall after events have arrived fails a whole timeout after that wait began, not a timeout after
