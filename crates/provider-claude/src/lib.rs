@@ -34,6 +34,18 @@
 //!   conformance script with faults — host-side tool calls included, asking for confirmation as the agent's
 //!   permission policies say — and [`emulator::ClaudeBackend`] to run the conformance suite.
 //!
+//! ## The crate's rooms
+//!
+//! The same rooms as every provider crate of managed-agents:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `provider` | [`ClaudeManagedAgents`] and its `Provider` impl, [`ClaudeManagedAgentsBuilder`] (with [`DEFAULT_HTTP_SETTINGS`]), a session's streaming connection, [`SpendLimit`] |
+//! | [`provision`] | [`ClaudeProvisioner`] (content-addressed agents and environments), what it hands out and reports, the create bodies, the runtimes' [`Bootstrap`](provision::Bootstrap) |
+//! | `wire` (private) | the Managed Agents wire: [`ClaudeClient`] and [`ClaudeConfig`] (the HTTP API, its files endpoints), the event vocabulary and how a turn's events fold, the event stream's SSE decoding, the API's timestamps |
+//! | [`artifacts`] | [`ClaudeArtifacts`]: a session's files by name |
+//! | [`emulator`] | feature `emulator`: [`emulator::ClaudeEmulator`] (its server, state, routes, resources, sessions and playback in files of their own) and [`emulator::ClaudeBackend`] |
+//!
 //! ## Example
 //!
 //! Against the bundled emulator (no key, no network beyond loopback):
