@@ -7,16 +7,15 @@ use std::time::Duration;
 
 use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::ClaudeEmulator;
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::approval::{AllowAll, Decision, permission_fn};
 use managed_agents_core::{Session, SessionOptions, ToolKind};
 use serde_json::{Value, json};
 
 fn provider_on(emulator: &ClaudeEmulator) -> ClaudeManagedAgents {
-    let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-    emulator.provider_builder().retry(quick).build().unwrap()
+    emulator.provider_builder().retry(TEST_RETRY).build().unwrap()
 }
 
 fn options(agent: String, environment: String) -> SessionOptions {

@@ -1,8 +1,6 @@
 //! Claude artifacts (`ClaudeArtifacts`) against the emulator: the shared contract, outputs the agent wrote,
 //! inputs put through the interface, shadowing, downloads the service refuses, and paging.
 
-use std::time::Duration;
-
 use managed_agents_claude::artifacts::{INPUTS_DIR, NOT_DOWNLOADABLE, OUTPUTS_DIR, input_path, output_path};
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_claude::{ClaudeArtifacts, ClaudeClient, ClaudeManagedAgents};
@@ -10,9 +8,9 @@ use managed_agents_claude::{ClaudeArtifacts, ClaudeClient, ClaudeManagedAgents};
 /// The beta headers of the wire (wire-claude.md), spelt out: a changed value must show here.
 const FILES_BETA: &str = "files-api-2025-04-14";
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{Script, artifacts_contract};
 use managed_agents_core::Error;
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::artifacts::Artifacts;
 use managed_agents_core::http::{Method, StatusCode};
 use serde_json::json;
@@ -29,8 +27,7 @@ struct Fixture {
 impl Fixture {
     async fn new(options: EmulatorOptions) -> Self {
         let emulator = ClaudeEmulator::start_with(Script::new(), options).await.unwrap();
-        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let provider = emulator.provider_builder().retry(quick).build().unwrap();
+        let provider = emulator.provider_builder().retry(TEST_RETRY).build().unwrap();
         let client = provider.client().clone();
         let (agent, environment) = emulator.seed_agent();
         Self { emulator, provider, client, agent, environment }

@@ -10,8 +10,8 @@ use managed_agents_claude::provision::{ClaudeProvisioner, Origin, ResourceKind};
 use managed_agents_claude::{
     ClaudeClient, ClaudeManagedAgents, ClaudeManagedAgentsBuilder, SpendLimit, SpendLimitReached,
 };
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{Script, ScriptTurn};
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::http::{Method, StatusCode};
 use managed_agents_core::provision::{self, MemoryStore, ProvisionStore};
 use managed_agents_core::{
@@ -30,8 +30,7 @@ impl Fixture {
     async fn start(script: Script, page_size: usize) -> Self {
         let options = EmulatorOptions::default().with_page_size(page_size);
         let emulator = ClaudeEmulator::start_with(script, options).await.unwrap();
-        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let builder = emulator.provider_builder().retry(quick);
+        let builder = emulator.provider_builder().retry(TEST_RETRY);
         let client = builder.clone().build().unwrap().client().clone();
         Self { emulator, builder, client, store: Arc::new(MemoryStore::new()) }
     }

@@ -8,15 +8,14 @@ use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, MAX_CONSECUTIVE_M
 
 /// The beta header of the wire (wire-claude.md), spelt out: a changed value must show here.
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::{Error, Notification, ReconnectPolicy, Session, SessionOptions, Terminal};
 use serde_json::{Value, json};
 
 fn provider(emulator: &ClaudeEmulator) -> ClaudeManagedAgents {
-    let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-    emulator.provider_builder().retry(quick).build().unwrap()
+    emulator.provider_builder().retry(TEST_RETRY).build().unwrap()
 }
 
 fn client(emulator: &ClaudeEmulator) -> ClaudeClient {

@@ -1,13 +1,13 @@
 //! [`ClaudeBackend`]: the conformance suite's backend for [`ClaudeManagedAgents`] on a [`ClaudeEmulator`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{
     Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Scripts,
 };
-use managed_agents_core::{Mode, RetryPolicy, SessionOptions};
+use managed_agents_core::{Mode, SessionOptions};
 
 use crate::emulator::options::EmulatorOptions;
 use crate::emulator::server::ClaudeEmulator;
@@ -59,18 +59,12 @@ impl Backend for ClaudeBackend {
             .with_fault(FaultCase::Http500, FaultOutcome::Surfaces)
     }
 
+    /// An emulator playing `scripts` with the backend's options, and the provider on it with [`TEST_RETRY`] (and
+    /// the idle timeout `settings` asks for), its session options naming the emulator's seeded agent.
     async fn launch(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<ClaudeManagedAgents> {
-        self.harness(scripts, settings).await
-    }
-}
-
-impl ClaudeBackend {
-    /// The provider under test against an emulator playing `scripts`, configured as `settings` asks.
-    async fn harness(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<ClaudeManagedAgents> {
         let emulator =
             ClaudeEmulator::start_with(scripts, self.options).await.expect("the emulator starts on loopback");
-        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let mut builder = emulator.provider_builder().retry(quick);
+        let mut builder = emulator.provider_builder().retry(TEST_RETRY);
         if let Some(idle) = settings.idle_timeout {
             builder = builder.idle_timeout(idle);
         }

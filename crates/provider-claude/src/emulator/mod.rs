@@ -67,6 +67,13 @@
 //! no per-turn response. [`EmulatorOptions`] adds CRLF framing, comment heartbeats, a page size, and streams that
 //! re-send the whole history when they open (so a reconnect sees every old event again).
 //!
+//! It stands on the conformance kit's emulator scaffold: [`EmulatorServer`] serves the route and logs every
+//! request ([`ClaudeEmulator::requests`] is a typed view of that log), [`Shared`] holds the state. The scaffold's
+//! per-call playback (`plan_call`, `Settle`, `streamed`) is not used: this wire does not answer a turn in the
+//! response of the request that asked for it — a post of events starts the turn, which the emulator plays
+//! later on every open event stream of the session (and into its history), so the turns are taken from the
+//! player and delivered with [`Delivery::plan`] directly.
+//!
 //! The folder: `server` ([`ClaudeEmulator`]: start, inspection, seeding), `options` ([`EmulatorOptions`]),
 //! `state` (what the emulator keeps), `routes` (the one route: credentials, headers, injected failures,
 //! dispatch), `resources` (agents, environments, files, a session's resources), `sessions` (sessions, their
@@ -87,8 +94,9 @@ mod state;
 
 pub use backend::ClaudeBackend;
 pub use options::{EmulatorOptions, MALFORMED_FRAME_MARKER};
-pub use server::ClaudeEmulator;
-pub use state::RecordedRequest;
+pub use server::{ClaudeEmulator, RecordedRequest};
 
+#[cfg(doc)]
+use managed_agents_conformance::emulator::{EmulatorServer, Shared};
 #[cfg(doc)]
 use managed_agents_conformance::{Delivery, Fault, RecordedInput, Script, ScriptToolCall, Scripts};

@@ -2,8 +2,8 @@
 //! policies say), delivered to the open streams with the turn's faults.
 
 use std::io;
-use std::sync::{Arc, Mutex};
 
+use managed_agents_conformance::emulator::Shared;
 use managed_agents_conformance::{
     Delivery, End, Fault, RecordedInput, ScriptStop, ScriptToolCall, ScriptTurn, host_tool_output,
 };
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::emulator::options::MALFORMED_FRAME_MARKER;
 use crate::emulator::records;
-use crate::emulator::state::{State, lock, stamp};
+use crate::emulator::state::{State, stamp};
 
 /// Keeps a session's record current with one of its events: status, cumulative usage, `updated_at`.
 fn track(record: &mut Value, event: &Value, now: &str) {
@@ -151,7 +151,7 @@ pub(super) fn host_tool_result(call: &ScriptToolCall, mcp: bool, denied: Option<
 
 /// Plays the session's next scripted turn, asked for by `input`, and the turns after it while they go straight
 /// on (host-side calls that all ran at once).
-pub(super) async fn play(state: Arc<Mutex<State>>, session_id: String, input: Option<RecordedInput>) {
+pub(super) async fn play(state: Shared<State>, session_id: String, input: Option<RecordedInput>) {
     if play_turn(&state, &session_id, input.as_ref()).await {
         while play_turn(&state, &session_id, None).await {}
     }
@@ -159,10 +159,10 @@ pub(super) async fn play(state: Arc<Mutex<State>>, session_id: String, input: Op
 
 /// Plays the session's next scripted turn (after a stall, when the turn has one); `true` when the next turn
 /// follows at once.
-async fn play_turn(state: &Mutex<State>, session_id: &str, input: Option<&RecordedInput>) -> bool {
+async fn play_turn(state: &Shared<State>, session_id: &str, input: Option<&RecordedInput>) -> bool {
     let session_id = session_id.to_string();
     let (stall, turn) = {
-        let mut guard = lock(state);
+        let mut guard = state.lock();
         let Some(turn) = guard.player.take(&session_id, input) else {
             let served = guard.player.served(&session_id);
             let event = json!({"type": "session.error", "error": {"type": "unknown_error", "message": format!("unexpected model call: the script has only {served} turns"), "retry_status": {"type": "terminal"}}});
@@ -176,7 +176,7 @@ async fn play_turn(state: &Mutex<State>, session_id: &str, input: Option<&Record
     if let Some(stall) = stall {
         tokio::time::sleep(stall).await;
     }
-    let mut guard = lock(state);
+    let mut guard = state.lock();
     if let Some((kind, message)) = turn.stream_exception() {
         // An `error` frame after the 200: it is not an event of the session and stays out of the history.
         let data = json!({"type": "error", "error": {"type": kind, "message": message}}).to_string();

@@ -1,20 +1,19 @@
 //! The control plane's resources: agents and environments (create, update, get, archive, list), files
 //! (upload, list, metadata) and a session's resources (attach, remove).
 
-use std::sync::Mutex;
-
+use managed_agents_conformance::emulator::Shared;
 use managed_agents_core::http::server::{ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::emulator::records::{self, Query, TimeFilter};
 use crate::emulator::replies::{error, invalid, not_found, ordered, page};
-use crate::emulator::state::{Kind, State, lock};
+use crate::emulator::state::{Kind, State};
 use crate::wire::files::content_type;
 
-pub(super) fn create(state: &Mutex<State>, kind: Kind, body: Value) -> Response<ResponseBody> {
+pub(super) fn create(state: &Shared<State>, kind: Kind, body: Value) -> Response<ResponseBody> {
     let Value::Object(body) = body else { return invalid("the body must be a JSON object") };
-    let mut state = lock(state);
+    let mut state = state.lock();
     let id = state.id(if kind == Kind::Agent { "agent" } else { "env" });
     let now = state.now();
     let record = match kind {
@@ -47,9 +46,9 @@ pub(super) fn create(state: &Mutex<State>, kind: Kind, body: Value) -> Response<
 
 /// `POST /v1/{agents,environments,sessions}/{id}`: a partial update. An agent gets a new version (a `version`
 /// in the body must match the current one: 409 otherwise).
-pub(super) fn update(state: &Mutex<State>, kind: Kind, id: &str, body: Value) -> Response<ResponseBody> {
+pub(super) fn update(state: &Shared<State>, kind: Kind, id: &str, body: Value) -> Response<ResponseBody> {
     let Value::Object(body) = body else { return invalid("the body must be a JSON object") };
-    let mut state = lock(state);
+    let mut state = state.lock();
     let now = state.now();
     let (record, what) = match kind {
         Kind::Agent => (state.agents.get_mut(id), "agent"),
@@ -89,22 +88,22 @@ pub(super) fn update(state: &Mutex<State>, kind: Kind, id: &str, body: Value) ->
 }
 
 pub(super) fn get(
-    state: &Mutex<State>,
+    state: &Shared<State>,
     find: impl FnOnce(&State) -> Option<Value>,
     what: &str,
 ) -> Response<ResponseBody> {
-    match find(&lock(state)) {
+    match find(&state.lock()) {
         Some(record) => json_response(StatusCode::OK, &record),
         None => not_found(what),
     }
 }
 
 pub(super) fn archive(
-    state: &Mutex<State>,
+    state: &Shared<State>,
     find: impl FnOnce(&mut State) -> Option<&mut Value>,
     what: &str,
 ) -> Response<ResponseBody> {
-    let mut state = lock(state);
+    let mut state = state.lock();
     let now = state.now();
     match find(&mut state) {
         Some(record) => {
@@ -118,11 +117,11 @@ pub(super) fn archive(
 
 /// Lists agents or environments: archived ones only with `include_archived=true`; `created_at[…]` filters.
 pub(super) fn list(
-    state: &Mutex<State>,
+    state: &Shared<State>,
     query: &Query,
     all: impl FnOnce(&State) -> Vec<Value>,
 ) -> Response<ResponseBody> {
-    let state = lock(state);
+    let state = state.lock();
     let filter = match TimeFilter::parse(query) {
         Ok(filter) => filter,
         Err(message) => return invalid(&message),
@@ -141,8 +140,8 @@ pub(super) fn list(
 
 /// Lists files newest first in the files API's own paging: `limit` (default 20, at most the page size),
 /// `after_id` / `before_id`, `scope_id`; `has_more`, `first_id`, `last_id`.
-pub(super) fn list_files(state: &Mutex<State>, query: &Query) -> Response<ResponseBody> {
-    let state = lock(state);
+pub(super) fn list_files(state: &Shared<State>, query: &Query) -> Response<ResponseBody> {
+    let state = state.lock();
     let scope = query.get("scope_id");
     let mut files: Vec<Value> = state
         .files
@@ -175,8 +174,8 @@ pub(super) fn list_files(state: &Mutex<State>, query: &Query) -> Response<Respon
     json_response(StatusCode::OK, &json!({"data": data, "has_more": has_more, "first_id": first, "last_id": last}))
 }
 
-pub(super) fn add_resource(state: &Mutex<State>, session_id: &str, body: Value) -> Response<ResponseBody> {
-    let mut guard = lock(state);
+pub(super) fn add_resource(state: &Shared<State>, session_id: &str, body: Value) -> Response<ResponseBody> {
+    let mut guard = state.lock();
     let id = guard.id("sesrsc");
     let now = guard.now();
     if !guard.sessions.contains_key(session_id) {
@@ -200,8 +199,8 @@ pub(super) fn add_resource(state: &Mutex<State>, session_id: &str, body: Value) 
     json_response(StatusCode::OK, &resource)
 }
 
-pub(super) fn remove_resource(state: &Mutex<State>, session_id: &str, resource_id: &str) -> Response<ResponseBody> {
-    let mut guard = lock(state);
+pub(super) fn remove_resource(state: &Shared<State>, session_id: &str, resource_id: &str) -> Response<ResponseBody> {
+    let mut guard = state.lock();
     let Some(session) = guard.sessions.get_mut(session_id) else { return not_found("session") };
     let Some(list) = session.record["resources"].as_array_mut() else { return not_found("resource") };
     let before = list.len();
@@ -239,11 +238,11 @@ pub(super) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|window| window == needle)
 }
 
-pub(super) fn upload(state: &Mutex<State>, request: &ReceivedRequest) -> Response<ResponseBody> {
+pub(super) fn upload(state: &Shared<State>, request: &ReceivedRequest) -> Response<ResponseBody> {
     let Some((filename, bytes)) = file_part(request) else {
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "a multipart `file` part is required");
     };
-    let mut guard = lock(state);
+    let mut guard = state.lock();
     let id = guard.id("file");
     let now = guard.now();
     let mime_type = content_type(&filename);

@@ -1,8 +1,7 @@
 //! The emulator's one route: checks the credentials and headers the API requires, answers injected failures,
 //! then dispatches on method and path.
 
-use std::sync::{Arc, Mutex};
-
+use managed_agents_conformance::emulator::Shared;
 use managed_agents_core::http::server::{ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Method, Response, StatusCode};
 use serde_json::{Value, json};
@@ -13,7 +12,7 @@ use crate::emulator::resources::{
     add_resource, archive, create, get, list, list_files, remove_resource, update, upload,
 };
 use crate::emulator::sessions::{create_session, list_events, list_sessions, open_stream, post_events};
-use crate::emulator::state::{Kind, RecordedRequest, State, lock};
+use crate::emulator::state::{Kind, State};
 use crate::wire::client::MANAGED_AGENTS_BETA;
 
 /// Whether the request carries a credential: `x-api-key`, or `Authorization: Bearer <token>` (the official
@@ -27,17 +26,12 @@ fn authenticated(request: &ReceivedRequest) -> bool {
     bearer || present("x-api-key").is_some()
 }
 
-pub(super) async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) -> Response<ResponseBody> {
+/// Answers one request (the scaffold logged it first).
+pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Response<ResponseBody> {
     let path = request.uri.path().to_string();
     let query = Query::parse(request.uri.query());
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let beta = request.headers.get("anthropic-beta").and_then(|v| v.to_str().ok()).map(str::to_string);
-    lock(&state).requests.push(RecordedRequest {
-        method: request.method.to_string(),
-        path: request.uri.to_string(),
-        beta: beta.clone(),
-        body: body.clone(),
-    });
     if !authenticated(&request) {
         return error(
             StatusCode::UNAUTHORIZED,
@@ -70,7 +64,7 @@ pub(super) async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) ->
         (&Method::POST, ["v1", "environments", id, "archive"]) => {
             archive(&state, |s| s.environments.get_mut(*id), "environment")
         }
-        (&Method::DELETE, ["v1", "environments", id]) => match lock(&state).environments.remove(*id) {
+        (&Method::DELETE, ["v1", "environments", id]) => match state.lock().environments.remove(*id) {
             Some(_) => json_response(StatusCode::OK, &json!({"id": id, "type": "environment_deleted"})),
             None => not_found("environment"),
         },
@@ -84,7 +78,7 @@ pub(super) async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) ->
             archive(&state, |s| s.sessions.get_mut(*id).map(|x| &mut x.record), "session")
         }
         (&Method::DELETE, ["v1", "sessions", id]) => {
-            let mut guard = lock(&state);
+            let mut guard = state.lock();
             match guard.sessions.remove(*id) {
                 Some(_) => {
                     guard.player.forget(id);
@@ -98,7 +92,7 @@ pub(super) async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) ->
         (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id),
         (&Method::POST, ["v1", "sessions", id, "resources"]) => add_resource(&state, id, body),
         (&Method::GET, ["v1", "sessions", id, "resources"]) => {
-            let state = lock(&state);
+            let state = state.lock();
             match state.sessions.get(*id) {
                 Some(session) => {
                     let resources = session.record["resources"].as_array().cloned().unwrap_or_default();
@@ -111,12 +105,12 @@ pub(super) async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) ->
         (&Method::POST, ["v1", "files"]) => upload(&state, &request),
         (&Method::GET, ["v1", "files"]) => list_files(&state, &query),
         (&Method::GET, ["v1", "files", id]) => get(&state, |s| s.files.get(*id).map(|(meta, _)| meta.clone()), "file"),
-        (&Method::GET, ["v1", "files", id, "content"]) => match lock(&state).files.get(*id) {
+        (&Method::GET, ["v1", "files", id, "content"]) => match state.lock().files.get(*id) {
             Some((meta, _)) if meta["downloadable"] == json!(false) => invalid("this file is not downloadable"),
             Some((_, bytes)) => Response::new(ResponseBody::full(bytes.clone())),
             None => not_found("file"),
         },
-        (&Method::DELETE, ["v1", "files", id]) => match lock(&state).files.remove(*id) {
+        (&Method::DELETE, ["v1", "files", id]) => match state.lock().files.remove(*id) {
             Some(_) => json_response(StatusCode::OK, &json!({"id": id, "type": "file_deleted"})),
             None => not_found("file"),
         },
@@ -125,8 +119,8 @@ pub(super) async fn serve(state: Arc<Mutex<State>>, request: ReceivedRequest) ->
 }
 
 /// The status of an injected failure for this request, counting it down.
-fn injected_failure(state: &Mutex<State>, method: &Method, path: &str) -> Option<StatusCode> {
-    let mut state = lock(state);
+fn injected_failure(state: &Shared<State>, method: &Method, path: &str) -> Option<StatusCode> {
+    let mut state = state.lock();
     let failure = state.injected.iter_mut().find(|f| f.remaining > 0 && f.method == method && f.path == path)?;
     failure.remaining -= 1;
     Some(failure.status)

@@ -1,29 +1,53 @@
 //! [`ClaudeEmulator`]: the server, its start, and what tests inspect or seed (records, files, the request and
 //! input logs, injected failures).
 
-use std::collections::HashMap;
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::MutexGuard;
 
-use managed_agents_conformance::{InputLog, ScriptPlayer, Scripts};
-use managed_agents_core::http::server::LoopbackServer;
+use managed_agents_conformance::emulator::{EmulatorServer, LoggedRequest};
+use managed_agents_conformance::{InputLog, Scripts};
 use managed_agents_core::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::emulator::options::EmulatorOptions;
-use crate::emulator::records::{self, Clock};
-use crate::emulator::routes::serve;
-use crate::emulator::state::{InjectedFailure, Kind, RecordedRequest, State, add_output, lock};
+use crate::emulator::records;
+use crate::emulator::routes::route;
+use crate::emulator::state::{InjectedFailure, Kind, State, add_output};
 use crate::provider::ClaudeManagedAgents;
 use crate::provider::builder::ClaudeManagedAgentsBuilder;
 
 #[cfg(doc)]
 use managed_agents_conformance::{Script, ScriptToolCall};
 
-/// The emulator. Dropping it stops the server.
+/// One request the emulator received.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RecordedRequest {
+    /// The method.
+    pub method: String,
+    /// The path and query.
+    pub path: String,
+    /// The `anthropic-beta` header.
+    pub beta: Option<String>,
+    /// The JSON body (`Null` when there was none or it was not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The view of one request of the scaffold's log.
+    fn of(request: &LoggedRequest) -> Self {
+        Self {
+            method: request.method.to_string(),
+            path: request.uri.to_string(),
+            beta: request.header("anthropic-beta").map(str::to_string),
+            body: request.json(),
+        }
+    }
+}
+
+/// The emulator, on the conformance scaffold's [`EmulatorServer`]. Dropping it stops the server.
 pub struct ClaudeEmulator {
-    server: LoopbackServer,
-    state: Arc<Mutex<State>>,
+    server: EmulatorServer<State>,
 }
 
 impl std::fmt::Debug for ClaudeEmulator {
@@ -40,22 +64,13 @@ impl ClaudeEmulator {
 
     /// Starts a server playing `scripts` with `options`.
     pub async fn start_with(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
-        let state = Arc::new(Mutex::new(State {
-            options,
-            player: ScriptPlayer::new(scripts),
-            next_id: 0,
-            agents: HashMap::new(),
-            environments: HashMap::new(),
-            sessions: HashMap::new(),
-            files: HashMap::new(),
-            log: InputLog::new(),
-            requests: Vec::new(),
-            clock: Clock::default(),
-            injected: Vec::new(),
-        }));
-        let shared = Arc::clone(&state);
-        let server = LoopbackServer::start(move |request| serve(Arc::clone(&shared), request)).await?;
-        Ok(Self { server, state })
+        let server = EmulatorServer::start(State::new(scripts.into(), options), route).await?;
+        Ok(Self { server })
+    }
+
+    /// The state, locked (never across an `.await`).
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.server.state().lock()
     }
 
     /// The API root to point a provider at ([`ClaudeManagedAgentsBuilder::base_url`]).
@@ -74,7 +89,7 @@ impl ClaudeEmulator {
     /// ([`ScriptToolCall::host`]) of a built-in tool waits for a `user.tool_confirmation`; any other name is an MCP
     /// tool, which asks too (the MCP toolset's default).
     pub fn seed_agent(&self) -> (String, String) {
-        let mut state = lock(&self.state);
+        let mut state = self.state();
         let agent = state.id("agent");
         let environment = state.id("env");
         let now = state.now();
@@ -104,7 +119,7 @@ impl ClaudeEmulator {
     }
 
     fn insert(&self, kind: Kind, name: &str, archived: bool) -> String {
-        let mut state = lock(&self.state);
+        let mut state = self.state();
         let id = state.id(if kind == Kind::Agent { "agent" } else { "env" });
         let now = state.now();
         let body = json!({"name": name, "model": "claude-sonnet-4-6"});
@@ -127,24 +142,24 @@ impl ClaudeEmulator {
 
     /// The agent record `id` as the server keeps it.
     pub fn agent(&self, id: &str) -> Option<Value> {
-        lock(&self.state).agents.get(id).cloned()
+        self.state().agents.get(id).cloned()
     }
 
     /// The environment record `id` as the server keeps it.
     pub fn environment(&self, id: &str) -> Option<Value> {
-        lock(&self.state).environments.get(id).cloned()
+        self.state().environments.get(id).cloned()
     }
 
     /// The session record `id` as the server keeps it.
     pub fn session(&self, id: &str) -> Option<Value> {
-        lock(&self.state).sessions.get(id).map(|s| s.record.clone())
+        self.state().sessions.get(id).map(|s| s.record.clone())
     }
 
     /// Answers the next `times` requests `method path` (the path without its query, e.g. `POST
     /// /v1/environments` or `POST /v1/agents/agent_0001/archive`) with `status` and an error body instead of
     /// serving them (the request is still recorded).
     pub fn fail_requests(&self, method: Method, path: &str, status: StatusCode, times: usize) {
-        lock(&self.state).injected.push(InjectedFailure { method, path: path.to_string(), status, remaining: times });
+        self.state().injected.push(InjectedFailure { method, path: path.to_string(), status, remaining: times });
     }
 
     /// The requests received whose method is `method` and whose path (query excluded) is `path`.
@@ -154,24 +169,24 @@ impl ClaudeEmulator {
 
     /// The inputs received, decoded.
     pub fn log(&self) -> InputLog {
-        lock(&self.state).log.clone()
+        self.state().log.clone()
     }
 
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        lock(&self.state).requests.clone()
+        self.server.requests().iter().map(RecordedRequest::of).collect()
     }
 
     /// A session's full history, as the server keeps it.
     pub fn history(&self, session_id: &str) -> Vec<Value> {
-        lock(&self.state).sessions.get(session_id).map(|s| s.history.clone()).unwrap_or_default()
+        self.state().sessions.get(session_id).map(|s| s.history.clone()).unwrap_or_default()
     }
 
     /// Keeps `bytes` as a file of session `session_id`, as if the agent had written it to
     /// `/mnt/session/outputs/<name>`: session-scoped (`scope: {type: "session", id}`), named `name`,
     /// downloadable, created now. Returns its id. Writing a name again adds a newer version, as the service does.
     pub fn write_output(&self, session_id: &str, name: &str, bytes: &[u8]) -> String {
-        let mut state = lock(&self.state);
+        let mut state = self.state();
         let now = state.now();
         add_output(&mut state, session_id, name, bytes, now)
     }
@@ -179,18 +194,18 @@ impl ClaudeEmulator {
     /// Like [`ClaudeEmulator::write_output`] with a given `created_at` (an RFC 3339 timestamp), so tests can
     /// order versions independently of when they were seeded.
     pub fn write_output_at(&self, session_id: &str, name: &str, bytes: &[u8], created_at: &str) -> String {
-        add_output(&mut lock(&self.state), session_id, name, bytes, created_at.to_string())
+        add_output(&mut self.state(), session_id, name, bytes, created_at.to_string())
     }
 
     /// The metadata of file `id` as the server keeps it.
     pub fn file(&self, id: &str) -> Option<Value> {
-        lock(&self.state).files.get(id).map(|(meta, _)| meta.clone())
+        self.state().files.get(id).map(|(meta, _)| meta.clone())
     }
 
     /// Marks file `id` downloadable or not (a file that is not has `downloadable: false` and its content is
     /// refused with a `400`); `false` when there is no such file.
     pub fn set_downloadable(&self, id: &str, downloadable: bool) -> bool {
-        match lock(&self.state).files.get_mut(id) {
+        match self.state().files.get_mut(id) {
             Some((meta, _)) => {
                 meta["downloadable"] = json!(downloadable);
                 true
@@ -201,7 +216,7 @@ impl ClaudeEmulator {
 
     /// The resources of session `id` as the server keeps them (empty when there is no such session).
     pub fn resources(&self, id: &str) -> Vec<Value> {
-        let state = lock(&self.state);
+        let state = self.state();
         state.sessions.get(id).and_then(|s| s.record["resources"].as_array().cloned()).unwrap_or_default()
     }
 }

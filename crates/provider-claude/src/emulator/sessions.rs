@@ -1,8 +1,7 @@
 //! Sessions: create (with `initial_events`), list, the event stream, the history, and the posted events that
 //! answer calls and start turns.
 
-use std::sync::{Arc, Mutex};
-
+use managed_agents_conformance::emulator::Shared;
 use managed_agents_conformance::{RecordedInput, ScriptTurn};
 use managed_agents_core::http::server::{ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, HeaderValue, Response, StatusCode};
@@ -12,12 +11,12 @@ use serde_json::{Value, json};
 use crate::emulator::playback::{emit, host_tool_result, play, requires_action};
 use crate::emulator::records::{self, Query, TimeFilter};
 use crate::emulator::replies::{error, invalid, not_found, ordered, page};
-use crate::emulator::state::{SessionState, State, lock, stamp};
+use crate::emulator::state::{SessionState, State, stamp};
 
 /// Lists sessions: `agent_id`, `agent_version`, `statuses[]`, `include_archived`, `created_at[…]`, `order`;
 /// pages have `prev_page` too.
-pub(super) fn list_sessions(state: &Mutex<State>, query: &Query) -> Response<ResponseBody> {
-    let state = lock(state);
+pub(super) fn list_sessions(state: &Shared<State>, query: &Query) -> Response<ResponseBody> {
+    let state = state.lock();
     let filter = match TimeFilter::parse(query) {
         Ok(filter) => filter,
         Err(message) => return invalid(&message),
@@ -45,7 +44,7 @@ pub(super) fn list_sessions(state: &Mutex<State>, query: &Query) -> Response<Res
 
 /// `POST /v1/sessions`; `initial_events` (at most 50 `user.message` / `user.define_outcome`) are posted to the
 /// new session as if sent right after it was created.
-pub(super) async fn create_session(state: &Arc<Mutex<State>>, body: Value) -> Response<ResponseBody> {
+pub(super) async fn create_session(state: &Shared<State>, body: Value) -> Response<ResponseBody> {
     let initial = match body.get("initial_events") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(events)) if events.len() <= 50 => events.clone(),
@@ -68,7 +67,7 @@ pub(super) async fn create_session(state: &Arc<Mutex<State>>, body: Value) -> Re
     json_response(StatusCode::OK, &record)
 }
 
-fn new_session(state: &Mutex<State>, body: &Value) -> Result<Value, Box<Response<ResponseBody>>> {
+fn new_session(state: &Shared<State>, body: &Value) -> Result<Value, Box<Response<ResponseBody>>> {
     let agent = match &body["agent"] {
         Value::String(id) => id.clone(),
         Value::Object(reference) => reference.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
@@ -85,7 +84,7 @@ fn new_session(state: &Mutex<State>, body: &Value) -> Result<Value, Box<Response
                 && budget["max_list_cost"]["currency"].is_string() => {}
         Some(_) => return Err(Box::new(invalid("budget: expected {type: limit, max_list_cost: {amount, currency}}"))),
     }
-    let mut state = lock(state);
+    let mut state = state.lock();
     let Some(agent_record) = state.agents.get(&agent).cloned() else { return Err(Box::new(not_found("agent"))) };
     if !state.environments.contains_key(&environment_id) {
         return Err(Box::new(not_found("environment")));
@@ -97,8 +96,8 @@ fn new_session(state: &Mutex<State>, body: &Value) -> Result<Value, Box<Response
     Ok(record)
 }
 
-pub(super) fn open_stream(state: &Mutex<State>, session_id: &str) -> Response<ResponseBody> {
-    let mut state = lock(state);
+pub(super) fn open_stream(state: &Shared<State>, session_id: &str) -> Response<ResponseBody> {
+    let mut state = state.lock();
     let heartbeat =
         state.options.heartbeats.then(|| if state.options.crlf { ": connected\r\n\r\n" } else { ": connected\n\n" });
     let Some(history) = state.sessions.get(session_id).map(|s| s.history.clone()) else {
@@ -124,8 +123,8 @@ pub(super) fn open_stream(state: &Mutex<State>, session_id: &str) -> Response<Re
 }
 
 /// Lists a session's events: `types[]`, `order`, `created_at[…]` (against `processed_at`), pages.
-pub(super) fn list_events(state: &Mutex<State>, session_id: &str, query: &Query) -> Response<ResponseBody> {
-    let state = lock(state);
+pub(super) fn list_events(state: &Shared<State>, session_id: &str, query: &Query) -> Response<ResponseBody> {
+    let state = state.lock();
     let Some(session) = state.sessions.get(session_id) else { return not_found("session") };
     let filter = match TimeFilter::parse(query) {
         Ok(filter) => filter,
@@ -147,13 +146,13 @@ pub(super) fn list_events(state: &Mutex<State>, session_id: &str, query: &Query)
     page(&state, events, query, false)
 }
 
-pub(super) async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, body: Value) -> Response<ResponseBody> {
+pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: Value) -> Response<ResponseBody> {
     let Some(events) = body.get("events").and_then(Value::as_array).cloned() else {
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "events: field required");
     };
     let mut play_next = false;
     let (echoed, trigger) = {
-        let mut guard = lock(state);
+        let mut guard = state.lock();
         if !guard.sessions.contains_key(session_id) {
             return not_found("session");
         }
@@ -242,7 +241,7 @@ pub(super) async fn post_events(state: &Arc<Mutex<State>>, session_id: &str, bod
         (echoed, trigger)
     };
     if play_next {
-        tokio::spawn(play(Arc::clone(state), session_id.to_string(), trigger));
+        tokio::spawn(play(state.clone(), session_id.to_string(), trigger));
     }
     json_response(StatusCode::OK, &json!({"data": echoed}))
 }

@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use managed_agents_conformance::{InputLog, ScriptPlayer, ScriptToolCall};
+use managed_agents_conformance::{InputLog, ScriptPlayer, ScriptToolCall, Scripts};
 use managed_agents_core::ToolResult;
 use managed_agents_core::http::{Bytes, Method, StatusCode};
 use serde_json::{Value, json};
@@ -14,20 +13,6 @@ use tokio::sync::mpsc;
 use crate::emulator::options::EmulatorOptions;
 use crate::emulator::records::Clock;
 use crate::wire::files::content_type;
-
-/// One request the emulator received.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct RecordedRequest {
-    /// The method.
-    pub method: String,
-    /// The path and query.
-    pub path: String,
-    /// The `anthropic-beta` header.
-    pub beta: Option<String>,
-    /// The JSON body (`Null` when there was none or it was not JSON).
-    pub body: Value,
-}
 
 type StreamSender = mpsc::UnboundedSender<Result<Bytes, io::Error>>;
 
@@ -53,7 +38,6 @@ pub(super) struct State {
     pub(super) sessions: HashMap<String, SessionState>,
     pub(super) files: HashMap<String, (Value, Bytes)>,
     pub(super) log: InputLog,
-    pub(super) requests: Vec<RecordedRequest>,
     pub(super) clock: Clock,
     pub(super) injected: Vec<InjectedFailure>,
 }
@@ -68,6 +52,22 @@ pub(super) struct InjectedFailure {
 }
 
 impl State {
+    /// A fresh state playing `scripts` with `options`: no records, no sessions, no files.
+    pub(super) fn new(scripts: Scripts, options: EmulatorOptions) -> Self {
+        Self {
+            options,
+            player: ScriptPlayer::new(scripts),
+            next_id: 0,
+            agents: HashMap::new(),
+            environments: HashMap::new(),
+            sessions: HashMap::new(),
+            files: HashMap::new(),
+            log: InputLog::new(),
+            clock: Clock::default(),
+            injected: Vec::new(),
+        }
+    }
+
     pub(super) fn id(&mut self, prefix: &str) -> String {
         self.next_id += 1;
         format!("{prefix}_{:04}", self.next_id)
@@ -82,10 +82,6 @@ impl State {
         let ping = if self.options.heartbeats { format!(": ping{end}{end}") } else { String::new() };
         Bytes::from(format!("{ping}event: {name}{end}data: {data}{end}{end}"))
     }
-}
-
-pub(super) fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The kinds of record the emulator keeps.

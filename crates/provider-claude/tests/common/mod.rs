@@ -2,13 +2,12 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_claude::provision::ClaudeProvisioner;
 use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, ClaudeManagedAgentsBuilder};
 use managed_agents_conformance::Script;
-use managed_agents_core::RetryPolicy;
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_core::provision::MemoryStore;
 use serde_json::Value;
 
@@ -24,8 +23,7 @@ impl Fixture {
     pub async fn new(page_size: usize) -> Self {
         let options = EmulatorOptions::default().with_page_size(page_size);
         let emulator = ClaudeEmulator::start_with(Script::new(), options).await.unwrap();
-        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let builder = emulator.provider_builder().retry(quick);
+        let builder = emulator.provider_builder().retry(TEST_RETRY);
         let client = builder.clone().build().unwrap().client().clone();
         Self { emulator, builder, client, store: Arc::new(MemoryStore::new()) }
     }
