@@ -108,84 +108,73 @@ impl ClaudeManagedAgentsBuilder {
 
     /// The API root (default [`DEFAULT_BASE_URL`]): an absolute `http` or `https` URL.
     #[must_use]
-    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = Some(base_url.into());
-        self
+    pub fn base_url(self, base_url: impl Into<String>) -> Self {
+        Self { base_url: Some(base_url.into()), ..self }
     }
 
     /// The API key (required), sent as `x-api-key`.
     #[must_use]
-    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(Secret::new(api_key));
-        self
+    pub fn api_key(self, api_key: impl Into<String>) -> Self {
+        Self { api_key: Some(Secret::new(api_key)), ..self }
     }
 
     /// The `anthropic-version` header (default `2023-06-01`).
     #[must_use]
-    pub fn anthropic_version(mut self, version: impl Into<String>) -> Self {
-        self.anthropic_version = Some(version.into());
-        self
+    pub fn anthropic_version(self, version: impl Into<String>) -> Self {
+        Self { anthropic_version: Some(version.into()), ..self }
     }
 
     /// The managed-agents beta (default `managed-agents-2026-04-01`).
     #[must_use]
-    pub fn beta(mut self, beta: impl Into<String>) -> Self {
-        self.beta = Some(beta.into());
-        self
+    pub fn beta(self, beta: impl Into<String>) -> Self {
+        Self { beta: Some(beta.into()), ..self }
     }
 
     /// The files beta (default `files-api-2025-04-14`).
     #[must_use]
-    pub fn files_beta(mut self, beta: impl Into<String>) -> Self {
-        self.files_beta = Some(beta.into());
-        self
+    pub fn files_beta(self, beta: impl Into<String>) -> Self {
+        Self { files_beta: Some(beta.into()), ..self }
     }
 
     /// The limit for one JSON call, response head and body (default 60 s; must not be zero).
     #[must_use]
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.http = self.http.request_timeout(timeout);
-        self
+    pub fn request_timeout(self, timeout: Duration) -> Self {
+        Self { http: self.http.request_timeout(timeout), ..self }
     }
 
     /// The longest silence on the event stream before it counts as dropped (default 10 min; the server sends
     /// keepalives; must not be zero).
     #[must_use]
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.http = self.http.idle_timeout(timeout);
-        self
+    pub fn idle_timeout(self, timeout: Duration) -> Self {
+        Self { http: self.http.idle_timeout(timeout), ..self }
     }
 
     /// The retry policy for API calls (default [`RetryPolicy::default`], honouring `retry-after`; checked with
     /// [`RetryPolicy::validate`]). Posts of events are repeated only when certainly unprocessed.
     #[must_use]
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.http = self.http.retry(retry);
-        self
+    pub fn retry(self, retry: RetryPolicy) -> Self {
+        Self { http: self.http.retry(retry), ..self }
     }
 
     /// The HTTP connection settings: connect timeout, idle pool bound, HTTP version (default [`HttpOptions::new`];
     /// a zero connect timeout is refused by `build`).
     #[must_use]
-    pub fn http_options(mut self, options: HttpOptions) -> Self {
-        self.http = self.http.options(options);
-        self
+    pub fn http_options(self, options: HttpOptions) -> Self {
+        Self { http: self.http.options(options), ..self }
     }
 
     /// Every HTTP setting at once (default [`DEFAULT_HTTP_SETTINGS`]).
     #[must_use]
-    pub fn http_settings(mut self, settings: HttpSettings) -> Self {
-        self.http = settings;
-        self
+    pub fn http_settings(self, settings: HttpSettings) -> Self {
+        Self { http: settings, ..self }
     }
 
     /// Where `Provider::provision` remembers the agents and environments it ensured (default: a fresh
     /// in-memory store per provider). Share a durable store between processes that provision the same
     /// definitions.
     #[must_use]
-    pub fn provision_store(mut self, store: Arc<dyn ProvisionStore>) -> Self {
-        self.store = Some(store);
-        self
+    pub fn provision_store(self, store: Arc<dyn ProvisionStore>) -> Self {
+        Self { store: Some(store), ..self }
     }
 
     /// Builds the provider (and its [`ClaudeClient`]). Fails with [`Error::InvalidOption`] without an API key,

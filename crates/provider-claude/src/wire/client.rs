@@ -70,6 +70,35 @@ pub(super) enum Beta {
     Both,
 }
 
+/// The API's top-level collections of records, which share their create, get, list, archive and delete calls.
+#[derive(Debug, Clone, Copy)]
+enum Collection {
+    Agents,
+    Environments,
+    Sessions,
+}
+
+impl Collection {
+    /// `/v1/<collection>`.
+    fn path(self) -> &'static str {
+        match self {
+            Self::Agents => "/v1/agents",
+            Self::Environments => "/v1/environments",
+            Self::Sessions => "/v1/sessions",
+        }
+    }
+
+    /// `/v1/<collection>/{id}`, the id percent-encoded.
+    fn item(self, id: &str) -> String {
+        format!("{}/{}", self.path(), encode(id))
+    }
+}
+
+/// `/v1/sessions/{id}/<sub>` (the id percent-encoded): a session's events, stream and resources.
+fn session_path(session_id: &str, sub: &str) -> String {
+    format!("{}/{sub}", Collection::Sessions.item(session_id))
+}
+
 /// A client of the Managed Agents API, for the endpoints the session loop does not use (agents, environments,
 /// sessions, resources, files). Every call returns the server's JSON verbatim. Cheap to clone. Get one from a
 /// provider: [`ClaudeManagedAgents::client`](crate::ClaudeManagedAgents::client).
@@ -208,79 +237,104 @@ impl ClaudeClient {
         self.json(Method::DELETE, path, Body::None, Beta::ManagedAgents, Replay::Always).await
     }
 
+    /// `POST /v1/<collection>`.
+    async fn create_record(&self, collection: Collection, body: Value) -> Result<Value, Error> {
+        self.create(collection.path(), body).await
+    }
+
+    /// `GET /v1/<collection>/{id}`.
+    async fn get_record(&self, collection: Collection, id: &str) -> Result<Value, Error> {
+        self.get(&collection.item(id), &[]).await
+    }
+
+    /// `GET /v1/<collection>` with query parameters: one page.
+    async fn list_records(&self, collection: Collection, query: &[(&str, String)]) -> Result<Value, Error> {
+        self.get(collection.path(), query).await
+    }
+
+    /// `POST /v1/<collection>/{id}/archive`.
+    async fn archive_record(&self, collection: Collection, id: &str) -> Result<Value, Error> {
+        self.post(&format!("{}/archive", collection.item(id)), json!({})).await
+    }
+
+    /// `DELETE /v1/<collection>/{id}`.
+    async fn delete_record(&self, collection: Collection, id: &str) -> Result<Value, Error> {
+        self.delete(&collection.item(id)).await
+    }
+
     /// `POST /v1/agents`.
     pub async fn create_agent(&self, body: Value) -> Result<Value, Error> {
-        self.create("/v1/agents", body).await
+        self.create_record(Collection::Agents, body).await
     }
 
     /// `GET /v1/agents/{id}`.
     pub async fn get_agent(&self, id: &str) -> Result<Value, Error> {
-        self.get(&format!("/v1/agents/{}", encode(id)), &[]).await
+        self.get_record(Collection::Agents, id).await
     }
 
     /// `GET /v1/agents` with query parameters: one page (see [`ClaudeClient::list_all_agents`]).
     pub async fn list_agents(&self, query: &[(&str, String)]) -> Result<Value, Error> {
-        self.get("/v1/agents", query).await
+        self.list_records(Collection::Agents, query).await
     }
 
     /// `POST /v1/agents/{id}` (a new version; send `version` for optimistic concurrency).
     pub async fn update_agent(&self, id: &str, body: Value) -> Result<Value, Error> {
-        self.post(&format!("/v1/agents/{}", encode(id)), body).await
+        self.post(&Collection::Agents.item(id), body).await
     }
 
     /// `POST /v1/agents/{id}/archive`.
     pub async fn archive_agent(&self, id: &str) -> Result<Value, Error> {
-        self.post(&format!("/v1/agents/{}/archive", encode(id)), json!({})).await
+        self.archive_record(Collection::Agents, id).await
     }
 
     /// `POST /v1/environments`.
     pub async fn create_environment(&self, body: Value) -> Result<Value, Error> {
-        self.create("/v1/environments", body).await
+        self.create_record(Collection::Environments, body).await
     }
 
     /// `GET /v1/environments/{id}`.
     pub async fn get_environment(&self, id: &str) -> Result<Value, Error> {
-        self.get(&format!("/v1/environments/{}", encode(id)), &[]).await
+        self.get_record(Collection::Environments, id).await
     }
 
     /// `GET /v1/environments` with query parameters: one page (see [`ClaudeClient::list_all_environments`]).
     pub async fn list_environments(&self, query: &[(&str, String)]) -> Result<Value, Error> {
-        self.get("/v1/environments", query).await
+        self.list_records(Collection::Environments, query).await
     }
 
     /// `POST /v1/environments/{id}/archive`.
     pub async fn archive_environment(&self, id: &str) -> Result<Value, Error> {
-        self.post(&format!("/v1/environments/{}/archive", encode(id)), json!({})).await
+        self.archive_record(Collection::Environments, id).await
     }
 
     /// `DELETE /v1/environments/{id}`.
     pub async fn delete_environment(&self, id: &str) -> Result<Value, Error> {
-        self.delete(&format!("/v1/environments/{}", encode(id))).await
+        self.delete_record(Collection::Environments, id).await
     }
 
     /// `POST /v1/sessions`.
     pub async fn create_session(&self, body: Value) -> Result<Value, Error> {
-        self.create("/v1/sessions", body).await
+        self.create_record(Collection::Sessions, body).await
     }
 
     /// `GET /v1/sessions/{id}`.
     pub async fn get_session(&self, id: &str) -> Result<Value, Error> {
-        self.get(&format!("/v1/sessions/{}", encode(id)), &[]).await
+        self.get_record(Collection::Sessions, id).await
     }
 
     /// `GET /v1/sessions` with query parameters: one page (see [`ClaudeClient::list_all_sessions`]).
     pub async fn list_sessions(&self, query: &[(&str, String)]) -> Result<Value, Error> {
-        self.get("/v1/sessions", query).await
+        self.list_records(Collection::Sessions, query).await
     }
 
     /// `POST /v1/sessions/{id}/archive`.
     pub async fn archive_session(&self, id: &str) -> Result<Value, Error> {
-        self.post(&format!("/v1/sessions/{}/archive", encode(id)), json!({})).await
+        self.archive_record(Collection::Sessions, id).await
     }
 
     /// `DELETE /v1/sessions/{id}` (deletes its history and container).
     pub async fn delete_session(&self, id: &str) -> Result<Value, Error> {
-        self.delete(&format!("/v1/sessions/{}", encode(id))).await
+        self.delete_record(Collection::Sessions, id).await
     }
 
     /// `POST /v1/sessions/{id}/events` with `{"events": events}`.
@@ -290,7 +344,7 @@ impl ClaudeClient {
     /// it with 429 or 529. Any other failure is returned, and the session's reconnect consolidates from the
     /// server's history instead.
     pub async fn send_events(&self, session_id: &str, events: Vec<Value>) -> Result<Value, Error> {
-        let path = format!("/v1/sessions/{}/events", encode(session_id));
+        let path = session_path(session_id, "events");
         self.json(
             Method::POST,
             &path,
@@ -303,13 +357,13 @@ impl ClaudeClient {
 
     /// `GET /v1/sessions/{id}/events`: one page.
     pub async fn list_events(&self, session_id: &str, query: &[(&str, String)]) -> Result<Value, Error> {
-        self.get(&format!("/v1/sessions/{}/events", encode(session_id)), query).await
+        self.get(&session_path(session_id, "events"), query).await
     }
 
     /// Every event of a session, oldest first: pages of 100 events until `next_page` is absent,
     /// empty or one already followed (a cycle).
     pub async fn list_all_events(&self, session_id: &str) -> Result<Vec<Value>, Error> {
-        let path = format!("/v1/sessions/{}/events", encode(session_id));
+        let path = session_path(session_id, "events");
         self.list_all_pages(&path, vec![("limit", EVENTS_PAGE_SIZE.to_string())], "event page").await
     }
 
@@ -345,12 +399,12 @@ impl ClaudeClient {
     /// Every agent, oldest first as the service lists them, following every page; archived ones too when
     /// `include_archived`.
     pub async fn list_all_agents(&self, include_archived: bool) -> Result<Vec<Value>, Error> {
-        self.list_all_pages("/v1/agents", list_query(include_archived), "agent page").await
+        self.list_all_pages(Collection::Agents.path(), list_query(include_archived), "agent page").await
     }
 
     /// Every environment, following every page; archived ones too when `include_archived`.
     pub async fn list_all_environments(&self, include_archived: bool) -> Result<Vec<Value>, Error> {
-        self.list_all_pages("/v1/environments", list_query(include_archived), "environment page").await
+        self.list_all_pages(Collection::Environments.path(), list_query(include_archived), "environment page").await
     }
 
     /// Every session matching `query` (filters such as `agent_id`, `statuses[]`, `include_archived`; no `page`
@@ -358,18 +412,18 @@ impl ClaudeClient {
     pub async fn list_all_sessions(&self, query: &[(&str, String)]) -> Result<Vec<Value>, Error> {
         let mut query = query.to_vec();
         query.push(("limit", LIST_PAGE_SIZE.to_string()));
-        self.list_all_pages("/v1/sessions", query, "session page").await
+        self.list_all_pages(Collection::Sessions.path(), query, "session page").await
     }
 
     /// Every resource of a session, following every page.
     pub async fn list_all_resources(&self, session_id: &str) -> Result<Vec<Value>, Error> {
-        let path = format!("/v1/sessions/{}/resources", encode(session_id));
+        let path = session_path(session_id, "resources");
         self.list_all_pages(&path, vec![("limit", LIST_PAGE_SIZE.to_string())], "resource page").await
     }
 
     /// `GET /v1/sessions/{id}/events/stream`: the live event stream (the response, to be read as SSE).
     pub async fn open_stream(&self, session_id: &str) -> Result<Incoming, Error> {
-        let path = format!("/v1/sessions/{}/events/stream", encode(session_id));
+        let path = session_path(session_id, "events/stream");
         let response = self
             .http
             .send_with_retries(&self.config.http.retry, Replay::Always, self.config.http.request_timeout, || {
@@ -386,7 +440,7 @@ impl ClaudeClient {
 
     /// `GET /v1/sessions/{id}/resources`: one page (see [`ClaudeClient::list_all_resources`]).
     pub async fn list_resources(&self, session_id: &str) -> Result<Value, Error> {
-        self.get(&format!("/v1/sessions/{}/resources", encode(session_id)), &[]).await
+        self.get(&session_path(session_id, "resources"), &[]).await
     }
 
     /// `POST /v1/sessions/{id}/resources` attaching a file (`mount_path` optional).
@@ -395,12 +449,12 @@ impl ClaudeClient {
         if let Some(path) = mount_path {
             body["mount_path"] = json!(path);
         }
-        self.create(&format!("/v1/sessions/{}/resources", encode(session_id)), body).await
+        self.create(&session_path(session_id, "resources"), body).await
     }
 
     /// `DELETE /v1/sessions/{id}/resources/{resource_id}`.
     pub async fn remove_resource(&self, session_id: &str, resource_id: &str) -> Result<Value, Error> {
-        self.delete(&format!("/v1/sessions/{}/resources/{}", encode(session_id), encode(resource_id))).await
+        self.delete(&session_path(session_id, &format!("resources/{}", encode(resource_id)))).await
     }
 }
 
