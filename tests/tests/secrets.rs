@@ -29,9 +29,7 @@ use aws_sdk_bedrockagentcore::config::{BehaviorVersion, Credentials, Region, Sha
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_agentcore::{BedrockAgentCore, BedrockAgentCoreBuilder, SessionStorageArtifacts, run_command};
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions as ClaudeEmulatorOptions};
-use managed_agents_claude::{
-    ClaudeManagedAgents, ClaudeManagedAgentsBuilder, MAX_CONSECUTIVE_MALFORMED_FRAMES,
-};
+use managed_agents_claude::{ClaudeManagedAgents, ClaudeManagedAgentsBuilder, MAX_CONSECUTIVE_MALFORMED_FRAMES};
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::HttpOptions;
 use managed_agents_core::artifacts::Artifacts;

@@ -119,8 +119,8 @@ fn local(builder: LocalBuilder, options: &Options, tools: &[ToolSchema]) -> Loca
 
 #[cfg(feature = "claude")]
 async fn claude(options: &Options, real: bool) -> Result<Host, BoxError> {
-    use managed_agents_claude::emulator::ClaudeEmulator;
     use managed_agents_claude::ClaudeManagedAgents;
+    use managed_agents_claude::emulator::ClaudeEmulator;
 
     if real {
         let provider = ClaudeManagedAgents::from_env()?;

@@ -26,8 +26,8 @@ mod support;
 
 use managed_agents::provision::{self, MemoryStore};
 use managed_agents::{AgentHandle, AgentSpec, EnvironmentSpec, Session, SessionOptions, ToolSchema, tool_fn};
-use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_claude::ClaudeManagedAgents;
+use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::{Script, ScriptTurn};
 use serde_json::json;
 
