@@ -1,7 +1,7 @@
 #![no_main]
 //! AgentCore InvokeHarness events: arbitrary sequences of the SDK's stream events (`InvokeHarnessStreamOutput`,
 //! built with `arbitrary` through the SDK's own builders, as the SDK's frame decoder hands them to the provider)
-//! go through `convert::stream_event` and every interpretation of a call: `wire::normalize`, `is_complete`,
+//! go through `wire::stream_event` and every interpretation of a call: `wire::normalize`, `is_complete`,
 //! `text_delta`, `assistant_blocks`, and `messages_after` for the answers to the calls found. Documents (tool
 //! result JSON) go through `to_document` / `to_json`.
 //!
@@ -17,7 +17,7 @@
 //! * answering a turn's client calls builds two messages: the assistant echo holding each call once, and the
 //!   user message holding one tool result per result.
 //!
-//! It reaches the AgentCore wire and conversion modules, which is public only under `--cfg fuzzing` (as `cargo fuzz` builds): a plain build
+//! It reaches the AgentCore `wire` module (conversion included), which is public only under `--cfg fuzzing` (as `cargo fuzz` builds): a plain build
 //! compiles an empty target.
 
 #[cfg(fuzzing)]

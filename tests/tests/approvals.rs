@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
 use managed_agents_conformance::support::{EchoTools, echo_text, recording};
 use managed_agents_conformance::{InputLog, Script, ScriptToolCall, ScriptTurn};
 use managed_agents_core::approval::{Decision, permission_fn};
 use managed_agents_core::{Notification, Provider, Session, SessionOptions, ToolResult};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 
 fn script() -> Script {
@@ -74,10 +73,10 @@ async fn every_loop_host_applies_the_same_decisions() {
     let streaming_log = streaming.log();
     let request_response = RequestResponseReference::new(script());
     let request_response_log = request_response.log();
-    let chat = ChatEmulator::start(script()).await.expect("emulator");
+    let chat = LocalEmulator::start(script()).await.expect("emulator");
     let local = Local::builder().base_url(chat.base_url()).model("emulated").build().expect("local");
     let claude = ClaudeEmulator::start(script()).await.expect("emulator");
-    let client = ClaudeClient::builder().base_url(claude.base_url()).api_key("k").build().expect("client");
+    let claude_provider = claude.provider_builder().build().expect("provider");
     let (agent, environment) = claude.seed_agent();
     let agentcore = AgentCoreEmulator::start(script()).await.expect("emulator");
 
@@ -101,7 +100,7 @@ async fn every_loop_host_applies_the_same_decisions() {
         (
             "claude",
             observe(
-                Arc::new(ClaudeManagedAgents::new(client)),
+                Arc::new(claude_provider),
                 claude.log(),
                 SessionOptions::new().agent_id(agent).environment_id(environment),
             )
@@ -110,7 +109,7 @@ async fn every_loop_host_applies_the_same_decisions() {
         (
             "agentcore",
             observe(
-                Arc::new(agentcore.provider()),
+                Arc::new(agentcore.provider_builder().build().expect("the emulator's provider builds")),
                 agentcore.log(),
                 SessionOptions::new().agent_id(agentcore.harness_arn()),
             )

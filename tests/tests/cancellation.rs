@@ -15,8 +15,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
+use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
 use managed_agents_conformance::{Fault, InputLog, Script, ScriptTurn};
 use managed_agents_core::{
@@ -24,7 +24,7 @@ use managed_agents_core::{
     ToolOutput, tool_fn,
 };
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -172,7 +172,7 @@ async fn setup(backend: Backend, script: Script, retry: RetryPolicy) -> Setup {
         }
         Backend::Local => {
             let ((url, log), remote) =
-                on_own_runtime(move || ChatEmulator::start(script), |emulator| (emulator.base_url(), emulator.log()));
+                on_own_runtime(move || LocalEmulator::start(script), |emulator| (emulator.base_url(), emulator.log()));
             let local = Local::builder().base_url(url).model("emulated").retry(retry).build().expect("local");
             Setup { remote: Some(remote), ..Setup::new(local, log) }
         }
@@ -183,7 +183,8 @@ async fn setup(backend: Backend, script: Script, retry: RetryPolicy) -> Setup {
                     (emulator.base_url(), emulator.log(), emulator.seed_agent(), Arc::clone(emulator))
                 },
             );
-            let client = ClaudeClient::builder().base_url(url).api_key("k").retry(retry).build().expect("client");
+            let provider =
+                ClaudeManagedAgents::builder().base_url(url).api_key("k").retry(retry).build().expect("claude");
             let model_requests = move || {
                 let requests = emulator.requests();
                 requests.iter().filter(|r| r.method == "POST" && r.path.ends_with("/events")).count()
@@ -192,7 +193,7 @@ async fn setup(backend: Backend, script: Script, retry: RetryPolicy) -> Setup {
                 options: SessionOptions::new().agent_id(agent).environment_id(environment),
                 model_requests: Some(Box::new(model_requests)),
                 remote: Some(remote),
-                ..Setup::new(ClaudeManagedAgents::new(client), log)
+                ..Setup::new(provider, log)
             }
         }
         Backend::AgentCore => {

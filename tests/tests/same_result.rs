@@ -7,13 +7,12 @@ use std::sync::Arc;
 
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
 use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{InputLog, Script, ScriptToolCall, ScriptTurn};
 use managed_agents_core::{Provider, Session, SessionOptions, SessionResult, ToolResult};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 
 fn script() -> Script {
@@ -59,19 +58,20 @@ async fn every_loop_host_gives_the_same_result() {
     let streaming_log = streaming.log();
     let request_response = RequestResponseReference::new(script());
     let request_response_log = request_response.log();
-    let emulator = ChatEmulator::start(script()).await.expect("emulator");
+    let emulator = LocalEmulator::start(script()).await.expect("emulator");
     let local = Local::builder().base_url(emulator.base_url()).model("emulated").build().expect("local");
     let claude_emulator = ClaudeEmulator::start(script()).await.expect("emulator");
-    let client = ClaudeClient::builder().base_url(claude_emulator.base_url()).api_key("k").build().expect("client");
+    let claude = claude_emulator.provider_builder().build().expect("provider");
     let (agent, environment) = claude_emulator.seed_agent();
     let claude_options = SessionOptions::new().agent_id(agent).environment_id(environment);
     let a = observe(Arc::new(streaming), streaming_log, SessionOptions::new()).await;
     let b = observe(Arc::new(request_response), request_response_log, SessionOptions::new()).await;
     let c = observe(Arc::new(local), emulator.log(), SessionOptions::new()).await;
-    let d = observe(Arc::new(ClaudeManagedAgents::new(client)), claude_emulator.log(), claude_options).await;
+    let d = observe(Arc::new(claude), claude_emulator.log(), claude_options).await;
     let agentcore = AgentCoreEmulator::start(script()).await.expect("emulator");
     let agentcore_options = SessionOptions::new().agent_id(agentcore.harness_arn());
-    let e = observe(Arc::new(agentcore.provider()), agentcore.log(), agentcore_options).await;
+    let provider = agentcore.provider_builder().build().expect("the emulator's provider builds");
+    let e = observe(Arc::new(provider), agentcore.log(), agentcore_options).await;
     assert_eq!(a, b);
     assert_eq!(a, c);
     assert_eq!(a, d);

@@ -29,10 +29,7 @@ use aws_sdk_bedrockagentcore::config::{BehaviorVersion, Credentials, Region, Sha
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_agentcore::{BedrockAgentCore, BedrockAgentCoreBuilder, SessionStorageArtifacts, run_command};
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions as ClaudeEmulatorOptions};
-use managed_agents_claude::{
-    ClaudeClient, ClaudeClientBuilder, ClaudeManagedAgents, ClaudeManagedAgentsBuilder,
-    MAX_CONSECUTIVE_MALFORMED_FRAMES,
-};
+use managed_agents_claude::{ClaudeManagedAgents, ClaudeManagedAgentsBuilder, MAX_CONSECUTIVE_MALFORMED_FRAMES};
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::HttpOptions;
 use managed_agents_core::artifacts::Artifacts;
@@ -41,8 +38,8 @@ use managed_agents_core::{
     AgentSpec, EnvironmentSpec, Error, NoTools, OpenRequest, Provider, RetryPolicy, Session, SessionOptions,
     SessionResult, ToolSchema, TurnInput, tool_fn, tool_fn_with_info,
 };
-use managed_agents_local::emulator::ChatEmulator;
-use managed_agents_local::{ChatRequest, HttpChat, HttpChatConfig, Local, LocalBuilder};
+use managed_agents_local::emulator::LocalEmulator;
+use managed_agents_local::{ChatRequest, Local, LocalBuilder};
 use serde_json::json;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{LevelFilter, filter_fn};
@@ -453,7 +450,7 @@ async fn claude(
     script: Script,
     options: ClaudeEmulatorOptions,
 ) -> (ClaudeEmulator, ClaudeManagedAgents, SessionOptions) {
-    let emulator = ClaudeEmulator::with_options(script, options).await.expect("the Claude emulator starts");
+    let emulator = ClaudeEmulator::start_with(script, options).await.expect("the Claude emulator starts");
     let provider = claude_builder(&emulator.base_url()).build().expect("the Claude provider builds");
     let (agent, environment) = emulator.seed_agent();
     let options = SessionOptions::new().agent_id(agent).environment_id(environment).timeout(RUN_TIMEOUT);
@@ -464,15 +461,14 @@ async fn claude_sessions(printed: &mut Printed, expected: &mut Expected) {
     // Configuration: builders, the client, its configuration and the provider.
     printed.both("Secret", &Secret::new(CLAUDE_KEY));
     printed.debug("ClaudeManagedAgentsBuilder", &claude_builder("http://127.0.0.1:9"));
-    let client_builder = ClaudeClientBuilder::new().api_key(CLAUDE_KEY).base_url("http://127.0.0.1:9");
-    printed.debug("ClaudeClientBuilder", &client_builder);
-    let client = client_builder.build().expect("the client builds");
-    printed.debug("ClaudeClient", &client);
+    let built = claude_builder("http://127.0.0.1:9").build().expect("the provider builds");
+    let client = built.client();
+    printed.debug("ClaudeClient", client);
     printed.debug("ClaudeConfig", client.config());
     printed.debug("ClaudeConfig.api_key", &client.config().api_key);
-    let with_newline = ClaudeClient::builder().api_key(format!("{CLAUDE_KEY}\n")).build();
+    let with_newline = ClaudeManagedAgents::builder().api_key(format!("{CLAUDE_KEY}\n")).build();
     assert!(matches!(with_newline, Err(Error::InvalidOption { option: "api_key", .. })), "{with_newline:?}");
-    printed.any("ClaudeClient::build (key not a header value)", &with_newline);
+    printed.any("ClaudeManagedAgents::build (key not a header value)", &with_newline);
     let bad_url = ClaudeManagedAgents::builder().api_key(CLAUDE_KEY).base_url("not a url").build();
     printed.any("ClaudeManagedAgents::build (bad base URL)", &bad_url);
 
@@ -628,7 +624,7 @@ fn agentcore_builder(endpoint: &str) -> BedrockAgentCoreBuilder {
 /// An emulator playing `script`, a provider on it with our credentials, and options naming its harness.
 async fn agentcore(script: Script) -> (AgentCoreEmulator, BedrockAgentCore, SessionOptions) {
     let emulator = AgentCoreEmulator::start(script).await.expect("the AgentCore emulator starts");
-    let provider = agentcore_builder(&emulator.endpoint()).build().expect("the AgentCore provider builds");
+    let provider = agentcore_builder(&emulator.base_url()).build().expect("the AgentCore provider builds");
     let options = SessionOptions::new().agent_id(emulator.harness_arn()).timeout(RUN_TIMEOUT);
     (emulator, provider, options)
 }
@@ -663,7 +659,7 @@ async fn agentcore_sessions(printed: &mut Printed, expected: &mut Expected) {
 
     // A session with a tool call.
     let (emulator, provider, options) = agentcore(tool_script()).await;
-    expected.push(line(&["connecting to", &authority(&emulator.endpoint())]));
+    expected.push(line(&["connecting to", &authority(&emulator.base_url())]));
     printed.debug("BedrockAgentCore", &provider);
     printed.debug("ProvisionSettings", provider.provisioning());
     let options = options.prompt("Weather in Oslo?").record_content(true);
@@ -726,7 +722,7 @@ async fn agentcore_sessions(printed: &mut Printed, expected: &mut Expected) {
     // A provider built from an SDK configuration (the shared-config path).
     let emulator = AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("via SdkConfig"))).await.expect("up");
     let provider = BedrockAgentCore::builder()
-        .sdk_config(&sdk_config(&emulator.endpoint()))
+        .sdk_config(&sdk_config(&emulator.base_url()))
         .retry(quick_retry())
         .build()
         .expect("builds from an SdkConfig");
@@ -751,7 +747,7 @@ fn agentcore_sessions_print_no_secret() {
         line(&[" TRACE ", thread, "aws_sigv4::http_request::sign", "signing request"]),
         line(&[" TRACE ", thread, "aws_smithy_runtime::client::orchestrator", "transmitting request"]),
         line(&[" WARN ", thread, "gen_ai.provider.name=\"agentcore\"", "managed_agents_agentcore::provider"]),
-        line(&[" INFO ", thread, "managed_agents_agentcore::harness", "harness provisioned"]),
+        line(&[" INFO ", thread, "managed_agents_agentcore::provision", "harness provisioned"]),
     ];
     let runtime = runtime();
     runtime.block_on(agentcore_sessions(&mut printed, &mut expected));
@@ -772,14 +768,14 @@ fn local_builder(url: &str) -> LocalBuilder {
         .retry(quick_retry())
 }
 
-async fn local(script: Script) -> (ChatEmulator, Local) {
-    let emulator = ChatEmulator::start(script).await.expect("the chat emulator starts");
+async fn local(script: Script) -> (LocalEmulator, Local) {
+    let emulator = LocalEmulator::start(script).await.expect("the chat emulator starts");
     let provider = local_builder(&emulator.base_url()).build().expect("the Local provider builds");
     (emulator, provider)
 }
 
 /// Whether the emulator received `header: value` on some request (compared, never printed).
-fn received(emulator: &ChatEmulator, header: &str, value: &str) -> bool {
+fn received(emulator: &LocalEmulator, header: &str, value: &str) -> bool {
     emulator
         .request_headers()
         .iter()
@@ -789,19 +785,11 @@ fn received(emulator: &ChatEmulator, header: &str, value: &str) -> bool {
 async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
     // Configuration: the builder, the chat client's configuration, the request type, the provider.
     printed.debug("LocalBuilder", &local_builder("http://127.0.0.1:9"));
-    let mut config = HttpChatConfig::new("http://127.0.0.1:9");
-    config.api_key = Some(Secret::new(LOCAL_KEY));
-    config.headers.push(("x-gateway-key".into(), LOCAL_HEADER_VALUE.into()));
-    config.http_options = HttpOptions::new();
-    printed.debug("HttpChatConfig", &config);
-    printed.any("HttpChatConfig::validate", &config.validate());
-    printed.debug("HttpChat", &HttpChat::new(config.clone()).expect("valid"));
-    let mut bad = config.clone();
-    bad.api_key = Some(Secret::new(format!("{LOCAL_KEY}\n")));
-    printed.any("HttpChat::new (key not a header value)", &HttpChat::new(bad));
-    let mut bad = config;
-    bad.headers.push(("x-other".into(), format!("{LOCAL_HEADER_VALUE}\n")));
-    printed.any("HttpChat::new (header value invalid)", &HttpChat::new(bad));
+    // The chat client's configuration and the client are private: the provider holds (and prints) them.
+    let configured = local_builder("http://127.0.0.1:9").http_options(HttpOptions::new());
+    printed.any("LocalBuilder::build (chat client configured)", &configured.clone().build());
+    let bad = configured.header("x-other", format!("{LOCAL_HEADER_VALUE}\n"));
+    printed.any("LocalBuilder::build (header value invalid)", &bad.build());
     printed.debug("ChatRequest", &ChatRequest::new("emulated", vec![json!({"role": "user", "content": "hi"})]));
     let with_newline = Local::builder().model("m").api_key(format!("{LOCAL_KEY}\n")).build();
     assert!(matches!(with_newline, Err(Error::InvalidOption { .. })), "{with_newline:?}");
@@ -809,7 +797,7 @@ async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
 
     // Sessions with a tool call, streamed and not.
     for stream in [true, false] {
-        let emulator = ChatEmulator::start(tool_script()).await.expect("the chat emulator starts");
+        let emulator = LocalEmulator::start(tool_script()).await.expect("the chat emulator starts");
         expected.push(line(&["connecting to", &authority(&emulator.base_url())]));
         let provider = local_builder(&emulator.base_url()).stream(stream).build().expect("builds");
         printed.debug("Local", &provider);
@@ -872,7 +860,7 @@ async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
     let (_emulator, provider) = local(faulted(Fault::MalformedFrame)).await;
     let outcome = Session::run(&provider, NoTools, SessionOptions::new().prompt("go")).await;
     printed.outcome("Local malformed chunk", &outcome);
-    let emulator = ChatEmulator::start(faulted(Fault::Stall { duration: Duration::from_secs(60) })).await.expect("up");
+    let emulator = LocalEmulator::start(faulted(Fault::Stall { duration: Duration::from_secs(60) })).await.expect("up");
     let provider = local_builder(&emulator.base_url())
         .request_timeout(Duration::from_millis(200))
         .idle_timeout(Duration::from_millis(200))
@@ -952,7 +940,7 @@ fn from_env_paths_print_no_secret() {
         (
             ClaudeEmulator::start(text()).await.expect("Claude emulator"),
             AgentCoreEmulator::start(text()).await.expect("AgentCore emulator"),
-            ChatEmulator::start(text()).await.expect("chat emulator"),
+            LocalEmulator::start(text()).await.expect("chat emulator"),
         )
     });
     let (agent, environment) = claude.seed_agent();
@@ -978,7 +966,7 @@ fn from_env_paths_print_no_secret() {
         .env("AWS_SECRET_ACCESS_KEY", AWS_SECRET_KEY)
         .env("AWS_SESSION_TOKEN", AWS_SESSION_TOKEN)
         .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL", agentcore.endpoint())
+        .env("AWS_ENDPOINT_URL", agentcore.base_url())
         .env("AWS_CONFIG_FILE", "/nonexistent/managed-agents-secrets/config")
         .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/managed-agents-secrets/credentials")
         .env("AWS_EC2_METADATA_DISABLED", "true");
@@ -1028,10 +1016,7 @@ fn from_env_child() {
     let runtime = runtime();
     runtime.block_on(async {
         // Claude.
-        printed.debug("ClaudeClientBuilder::from_env", &ClaudeClientBuilder::from_env());
         printed.debug("ClaudeManagedAgentsBuilder::from_env", &ClaudeManagedAgentsBuilder::from_env());
-        let client = ClaudeClient::from_env();
-        printed.any("ClaudeClient::from_env", &client);
         let provider = ClaudeManagedAgents::from_env();
         printed.any("ClaudeManagedAgents::from_env", &provider);
         let provider = provider.expect("Claude from the environment");

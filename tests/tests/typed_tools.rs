@@ -6,14 +6,13 @@ use std::sync::Arc;
 
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::reference::{RequestResponseReference, StreamingReference};
 use managed_agents_conformance::{InputLog, Script, ScriptTurn};
 use managed_agents_core::schemars::{self, JsonSchema};
 use managed_agents_core::tools::{Tool, ToolValue, Toolbox};
 use managed_agents_core::{BoxError, Provider, Session, SessionInfo, SessionOptions};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 
 /// Converts an amount between currencies at a fixed rate.
@@ -73,7 +72,7 @@ async fn every_loop_host_runs_a_typed_tool() {
     let log = polled.log();
     run(Arc::new(polled), log, SessionOptions::new()).await;
 
-    let chat = ChatEmulator::start(script()).await.expect("emulator");
+    let chat = LocalEmulator::start(script()).await.expect("emulator");
     let toolbox = Toolbox::builder().tool(Convert).build().expect("toolbox");
     let local = toolbox
         .schemas()
@@ -84,12 +83,13 @@ async fn every_loop_host_runs_a_typed_tool() {
     run(Arc::new(local), chat.log(), SessionOptions::new()).await;
 
     let claude = ClaudeEmulator::start(script()).await.expect("emulator");
-    let client = ClaudeClient::builder().base_url(claude.base_url()).api_key("k").build().expect("client");
+    let provider = claude.provider_builder().build().expect("provider");
     let (agent, environment) = claude.seed_agent();
     let options = SessionOptions::new().agent_id(agent).environment_id(environment);
-    run(Arc::new(ClaudeManagedAgents::new(client)), claude.log(), options).await;
+    run(Arc::new(provider), claude.log(), options).await;
 
     let agentcore = AgentCoreEmulator::start(script()).await.expect("emulator");
     let options = SessionOptions::new().agent_id(agentcore.harness_arn());
-    run(Arc::new(agentcore.provider()), agentcore.log(), options).await;
+    let provider = agentcore.provider_builder().build().expect("the emulator's provider builds");
+    run(Arc::new(provider), agentcore.log(), options).await;
 }

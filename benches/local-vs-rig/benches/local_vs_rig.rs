@@ -11,7 +11,7 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use managed_agents_conformance::{Script, ScriptTurn};
 use managed_agents_core::{Session, SessionOptions, ToolSchema, tool_fn};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use rig_agent::AgentBuilder;
 use rig_core::providers::openai::OpenAIConfig;
 use rig_core::tool::{Tool, ToolContext};
@@ -53,7 +53,7 @@ impl Tool for GetWeather {
     }
 }
 
-async fn run_local(emulator: ChatEmulator, stream: bool) {
+async fn run_local(emulator: LocalEmulator, stream: bool) {
     let provider = Local::builder()
         .base_url(emulator.base_url())
         .model("emulated")
@@ -67,7 +67,7 @@ async fn run_local(emulator: ChatEmulator, stream: bool) {
     assert_eq!(result.turns, 2);
 }
 
-async fn run_rig(emulator: ChatEmulator) {
+async fn run_rig(emulator: LocalEmulator) {
     let client = OpenAIConfig::new("test").with_base_url(emulator.base_url()).client();
     let agent = AgentBuilder::new(client.chat("emulated")).tool(GetWeather).build();
     let response = agent.prompt("Weather in Paris?").max_turns(5).run().await.expect("rig run");
@@ -77,7 +77,7 @@ async fn run_rig(emulator: ChatEmulator) {
 
 fn bench(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let emulator = || runtime.block_on(ChatEmulator::start(script())).expect("emulator");
+    let emulator = || runtime.block_on(LocalEmulator::start(script())).expect("emulator");
     let mut group = c.benchmark_group("agent_session_2_turns");
     group.bench_function("local/non_streaming", |b| {
         b.iter_batched(emulator, |e| runtime.block_on(run_local(e, false)), BatchSize::SmallInput)

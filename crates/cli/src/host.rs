@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use managed_agents_conformance::{Script, ScriptTurn};
 use managed_agents_core::{AgentHandle, BoxError, Provider, ToolSchema};
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_local::{Local, LocalBuilder};
 
 use crate::args::{Options, ProviderName};
@@ -93,7 +93,7 @@ pub async fn build(options: &Options, tools: &[ToolSchema]) -> Result<Host, BoxE
             Ok(Host::real(provider, None, description))
         }
         (ProviderName::Local | ProviderName::Emulator, false) => {
-            let emulator = ChatEmulator::start(script(options)?).await?;
+            let emulator = LocalEmulator::start(script(options)?).await?;
             let builder = Local::builder().base_url(emulator.base_url()).model("emulated");
             let provider = local(builder, options, tools).build()?;
             let description = format!("the local loop against the bundled emulator at {}", emulator.base_url());
@@ -119,8 +119,8 @@ fn local(builder: LocalBuilder, options: &Options, tools: &[ToolSchema]) -> Loca
 
 #[cfg(feature = "claude")]
 async fn claude(options: &Options, real: bool) -> Result<Host, BoxError> {
+    use managed_agents_claude::ClaudeManagedAgents;
     use managed_agents_claude::emulator::ClaudeEmulator;
-    use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 
     if real {
         let provider = ClaudeManagedAgents::from_env()?;
@@ -138,10 +138,10 @@ async fn claude(options: &Options, real: bool) -> Result<Host, BoxError> {
     }
     let emulator = ClaudeEmulator::start(script(options)?).await?;
     let (agent_id, environment_id) = emulator.seed_agent();
-    let client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("emulated").build()?;
+    let provider = emulator.provider_builder().build()?;
     let description = format!("the bundled Claude Managed Agents emulator at {}", emulator.base_url());
     let agent = Some(AgentHandle { agent_id, environment_id: Some(environment_id) });
-    Ok(Host::emulated(ClaudeManagedAgents::new(client), agent, description, emulator))
+    Ok(Host::emulated(provider, agent, description, emulator))
 }
 
 #[cfg(not(feature = "claude"))]
@@ -165,9 +165,10 @@ async fn agentcore(options: &Options, real: bool) -> Result<Host, BoxError> {
         return Ok(Host::real(provider, agent, description));
     }
     let emulator = AgentCoreEmulator::start(script(options)?).await?;
-    let description = format!("the bundled Bedrock AgentCore emulator at {}", emulator.endpoint());
+    let description = format!("the bundled Bedrock AgentCore emulator at {}", emulator.base_url());
     let agent = Some(AgentHandle { agent_id: emulator.harness_arn(), environment_id: None });
-    Ok(Host::emulated(emulator.provider(), agent, description, emulator))
+    let provider = emulator.provider_builder().build()?;
+    Ok(Host::emulated(provider, agent, description, emulator))
 }
 
 #[cfg(not(feature = "agentcore"))]

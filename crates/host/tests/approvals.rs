@@ -21,7 +21,7 @@ use managed_agents_core::conversation::ConversationStatus;
 use managed_agents_core::{AgentHandle, Error, Provider, ToolResult, ToolSchema, tool_fn};
 use managed_agents_host::Host;
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 use support::{Kind, Place, unique};
 
@@ -61,7 +61,7 @@ async fn agentcore() -> Emulated {
     let call_id = support::call_id("tooluse_danger");
     let emulator = AgentCoreEmulator::start(script(&call_id)).await.expect("emulator");
     Emulated {
-        provider: Arc::new(emulator.provider()),
+        provider: Arc::new(emulator.provider_builder().build().expect("the emulator's provider builds")),
         agent: Some(AgentHandle { agent_id: emulator.harness_arn(), environment_id: None }),
         log: emulator.log(),
         call_id,
@@ -71,7 +71,7 @@ async fn agentcore() -> Emulated {
 
 async fn local() -> Emulated {
     let call_id = support::call_id("call_danger");
-    let emulator = ChatEmulator::start(script(&call_id)).await.expect("emulator");
+    let emulator = LocalEmulator::start(script(&call_id)).await.expect("emulator");
     let provider = Local::builder()
         .base_url(emulator.base_url())
         .model("emulated")

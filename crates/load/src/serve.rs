@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, HARNESS_ARN};
 use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::Scripts;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 
 use crate::args::ProviderKind;
 use crate::script::{load_scripts, long_scripts};
@@ -45,12 +45,12 @@ async fn start(provider: ProviderKind, scripts: Scripts) -> io::Result<(Vec<(&'s
             (lines, Box::new(emulator))
         }
         ProviderKind::Local => {
-            let emulator = ChatEmulator::start(scripts).await?;
+            let emulator = LocalEmulator::start(scripts).await?;
             (vec![("BASE_URL", emulator.base_url())], Box::new(emulator))
         }
         ProviderKind::AgentCore => {
             let emulator = AgentCoreEmulator::start(scripts).await?;
-            let lines = vec![("BASE_URL", emulator.endpoint()), ("AGENT_ID", HARNESS_ARN.to_string())];
+            let lines = vec![("BASE_URL", emulator.base_url()), ("AGENT_ID", HARNESS_ARN.to_string())];
             (lines, Box::new(emulator))
         }
     })

@@ -40,7 +40,7 @@ use managed_agents_core::{
     TerminalReason, ToolOutput, ToolUse,
 };
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
@@ -201,12 +201,12 @@ pub async fn serve(provider: ProviderKind, config: SoakConfig) -> io::Result<()>
             (lines, emulator.log(), Box::new(move || emulator.requests().len()))
         }
         ProviderKind::Local => {
-            let emulator = ChatEmulator::start(scripts).await?;
+            let emulator = LocalEmulator::start(scripts).await?;
             (vec![("BASE_URL", emulator.base_url())], emulator.log(), Box::new(move || emulator.requests().len()))
         }
         ProviderKind::AgentCore => {
             let emulator = AgentCoreEmulator::start(scripts).await?;
-            let lines = vec![("BASE_URL", emulator.endpoint()), ("AGENT_ID", HARNESS_ARN.to_string())];
+            let lines = vec![("BASE_URL", emulator.base_url()), ("AGENT_ID", HARNESS_ARN.to_string())];
             (lines, emulator.log(), Box::new(move || emulator.requests().len()))
         }
     };

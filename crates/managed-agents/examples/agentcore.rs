@@ -61,8 +61,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         (BedrockAgentCore::from_env().await?, None)
     } else {
         let emulator = AgentCoreEmulator::start(script()).await?;
-        println!("loop host: the bundled AgentCore emulator at {} (no AWS account needed)", emulator.endpoint());
-        (emulator.provider(), Some(emulator))
+        println!("loop host: the bundled AgentCore emulator at {} (no AWS account needed)", emulator.base_url());
+        (emulator.provider_builder().build()?, Some(emulator))
     };
     let store = MemoryStore::new();
     let handle = match existing {

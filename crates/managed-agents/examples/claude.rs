@@ -26,8 +26,8 @@ mod support;
 
 use managed_agents::provision::{self, MemoryStore};
 use managed_agents::{AgentHandle, AgentSpec, EnvironmentSpec, Session, SessionOptions, ToolSchema, tool_fn};
+use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::{Script, ScriptTurn};
 use serde_json::json;
 
@@ -55,8 +55,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         None => {
             let emulator = ClaudeEmulator::start(script()).await?;
             println!("loop host: the bundled Managed Agents emulator at {} (no key needed)", emulator.base_url());
-            let client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("emulated").build()?;
-            (ClaudeManagedAgents::new(client), "managed_agents_weather_demo".to_string(), Some(emulator))
+            let provider = emulator.provider_builder().build()?;
+            (provider, "managed_agents_weather_demo".to_string(), Some(emulator))
         }
     };
     // A durable store (shared by several processes) would go here; this run only needs to remember in memory.

@@ -23,7 +23,7 @@ use managed_agents::store::SqliteStore;
 use managed_agents::{Provider, ToolSchema, tool_fn};
 use managed_agents_conformance::{Script, ScriptTurn};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 
 const THREAD: &str = "support-thread-1234";
@@ -50,7 +50,7 @@ async fn open_host(provider: &Arc<dyn Provider>, path: &Path) -> Result<Host, Bo
 }
 
 async fn run() -> Result<(), Box<dyn Error>> {
-    let emulator = ChatEmulator::start(script()).await?;
+    let emulator = LocalEmulator::start(script()).await?;
     let provider: Arc<dyn Provider> = Arc::new(
         Local::builder()
             .base_url(emulator.base_url())

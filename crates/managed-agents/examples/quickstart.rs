@@ -24,7 +24,7 @@ use std::io::Write;
 use managed_agents::tools::{Tool, ToolValue, Toolbox};
 use managed_agents::{BoxError, Event, Handler, Session, SessionInfo, SessionOptions, ToolOutput, ToolUse};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_local::{Local, LocalBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -115,7 +115,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             (setup(LocalBuilder::from_env()).build()?, None)
         }
         _ => {
-            let emulator = ChatEmulator::start(script()).await?;
+            let emulator = LocalEmulator::start(script()).await?;
             println!(
                 "loop host: local, against the bundled emulator at {} (no credentials needed)\n",
                 emulator.base_url()

@@ -14,12 +14,11 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Completion, Trial};
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::{InputLog, Script, ScriptTurn};
 use managed_agents_core::tools::Toolbox;
 use managed_agents_core::{Provider, Session, SessionOptions};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_mcp::{McpServer, Stdio};
 use serde_json::json;
 
@@ -129,20 +128,21 @@ async fn run(server: Server, provider: Arc<dyn Provider>, toolbox: Toolbox, log:
 
 async fn claude(server: Server) {
     let emulator = ClaudeEmulator::start(script(server)).await.expect("the emulator");
-    let client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("k").build().expect("client");
+    let provider = emulator.provider_builder().build().expect("provider");
     let (agent, environment) = emulator.seed_agent();
     let options = SessionOptions::new().agent_id(agent).environment_id(environment);
-    run(server, Arc::new(ClaudeManagedAgents::new(client)), toolbox(server).await, emulator.log(), options).await;
+    run(server, Arc::new(provider), toolbox(server).await, emulator.log(), options).await;
 }
 
 async fn agentcore(server: Server) {
     let emulator = AgentCoreEmulator::start(script(server)).await.expect("the emulator");
     let options = SessionOptions::new().agent_id(emulator.harness_arn());
-    run(server, Arc::new(emulator.provider()), toolbox(server).await, emulator.log(), options).await;
+    let provider = emulator.provider_builder().build().expect("the emulator's provider builds");
+    run(server, Arc::new(provider), toolbox(server).await, emulator.log(), options).await;
 }
 
 async fn local(server: Server) {
-    let emulator = ChatEmulator::start(script(server)).await.expect("the emulator");
+    let emulator = LocalEmulator::start(script(server)).await.expect("the emulator");
     let toolbox = toolbox(server).await;
     let local = toolbox
         .schemas()

@@ -21,7 +21,7 @@ fn script() -> Script {
 }
 
 async fn ours(emulator: AgentCoreEmulator) -> usize {
-    let provider = emulator.provider();
+    let provider = emulator.provider_builder().build().expect("the emulator's provider builds");
     let mut request = OpenRequest::default();
     request.agent_id = Some(emulator.harness_arn());
     let Ok(OpenConnection::RequestResponse(mut connection)) = provider.open(request).await else {

@@ -28,10 +28,10 @@ async fn serve() -> io::Result<()> {
         .turn(ScriptTurn::chunks(["It is sunny ", "in Oslo."]).with_usage(180, 12));
     let options =
         EmulatorOptions::default().with_reasoning(true).with_server_tool_results(true).with_cache_usage(64, 16);
-    let emulator = AgentCoreEmulator::with_options(script, options).await?;
+    let emulator = AgentCoreEmulator::start_with(script, options).await?;
     {
         let mut out = io::stdout().lock();
-        writeln!(out, "BASE_URL={}", emulator.endpoint())?;
+        writeln!(out, "BASE_URL={}", emulator.base_url())?;
         writeln!(out, "HARNESS_ARN={}", emulator.harness_arn())?;
         out.flush()?;
     }

@@ -17,8 +17,12 @@ async fn emulator() -> AgentCoreEmulator {
 
 /// A fresh session's artifacts on `emulator`.
 fn artifacts(emulator: &AgentCoreEmulator) -> SessionStorageArtifacts {
-    SessionStorageArtifacts::new(&emulator.provider(), emulator.harness_arn(), new_session_id())
-        .with_idle_timeout(Duration::from_secs(10))
+    SessionStorageArtifacts::new(
+        &emulator.provider_builder().build().expect("the emulator's provider builds"),
+        emulator.harness_arn(),
+        new_session_id(),
+    )
+    .with_idle_timeout(Duration::from_secs(10))
 }
 
 fn payload(len: usize) -> Vec<u8> {

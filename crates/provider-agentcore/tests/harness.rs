@@ -4,11 +4,18 @@
 
 use std::time::Duration;
 
+use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::ProvisionSettings;
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, ControlOptions, EXECUTION_ROLE_ARN, Transition};
-use managed_agents_agentcore::harness::{HarnessStatusClass, Provenance, classify, harness_name};
+use managed_agents_agentcore::provision::Provenance;
 use managed_agents_conformance::{Script, ScriptTurn};
+use managed_agents_core::provision::{Digest, NamePolicy};
 use managed_agents_core::{AgentSpec, Error, Provider, Session, SessionOptions, ToolSchema, tool_fn};
+
+/// A provider on the emulator, as its builder makes it.
+fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
+    emulator.provider_builder().build().expect("the emulator's provider builds")
+}
 
 fn spec() -> AgentSpec {
     AgentSpec::new("support-bot", "You answer support questions.")
@@ -16,8 +23,21 @@ fn spec() -> AgentSpec {
         .tool(ToolSchema::with_string_params("lookup", "Looks an order up", &["order"]))
 }
 
+/// The name provisioning gives the spec (no prefix): `<name>_<digest8>` under AgentCore's rule, the digest the
+/// spec's own or, with an environment, that of both digests.
+fn name_in(environment: Option<&managed_agents_core::EnvironmentSpec>) -> String {
+    let spec = spec();
+    let digest = match environment {
+        None => spec.digest(),
+        Some(env) => {
+            Digest::of_json(&serde_json::json!({"agent": spec.digest().hex(), "environment": env.digest().hex()}))
+        }
+    };
+    NamePolicy::AGENTCORE.compose(&spec.name, &digest).expect("a valid name")
+}
+
 fn name() -> String {
-    harness_name(&spec(), None, None).expect("a valid name")
+    name_in(None)
 }
 
 async fn emulator() -> AgentCoreEmulator {
@@ -36,7 +56,7 @@ fn deletes(emulator: &AgentCoreEmulator) -> Vec<String> {
 #[tokio::test]
 async fn creates_a_harness_and_waits_until_ready() {
     let emulator = emulator().await;
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let provisioned = provider.provision_harness(&spec(), None).await.expect("provisioned");
     assert_eq!(provisioned.provenance, Provenance::Created);
     assert_eq!(provisioned.name, name());
@@ -58,7 +78,7 @@ async fn creates_a_harness_and_waits_until_ready() {
 async fn a_409_adopts_a_ready_harness_of_the_same_name() {
     let emulator = emulator().await;
     let existing = emulator.seed_harness(&name(), "READY");
-    let provisioned = emulator.provider().provision_harness(&spec(), None).await.expect("adopted");
+    let provisioned = provider(&emulator).provision_harness(&spec(), None).await.expect("adopted");
     assert_eq!(provisioned.provenance, Provenance::Adopted);
     assert_eq!(provisioned.harness_id, existing.id);
     assert_eq!(provisioned.arn, existing.arn);
@@ -69,7 +89,7 @@ async fn a_409_adopts_a_ready_harness_of_the_same_name() {
 async fn a_409_adopts_a_creating_harness_and_waits_for_it() {
     let emulator = emulator().await;
     let existing = emulator.seed_harness(&name(), "CREATING");
-    let provisioned = emulator.provider().provision_harness(&spec(), None).await.expect("adopted");
+    let provisioned = provider(&emulator).provision_harness(&spec(), None).await.expect("adopted");
     assert_eq!(provisioned.provenance, Provenance::Adopted);
     assert_eq!(provisioned.harness_id, existing.id);
     assert_eq!(emulator.harnesses()[0].status, "READY");
@@ -79,7 +99,7 @@ async fn a_409_adopts_a_creating_harness_and_waits_for_it() {
 async fn a_deleting_harness_is_waited_out_then_created_again() {
     let emulator = emulator().await;
     let old = emulator.seed_harness(&name(), "DELETING");
-    let provisioned = emulator.provider().provision_harness(&spec(), None).await.expect("re-created");
+    let provisioned = provider(&emulator).provision_harness(&spec(), None).await.expect("re-created");
     assert_eq!(provisioned.provenance, Provenance::Created);
     assert_ne!(provisioned.harness_id, old.id);
     let harnesses = emulator.harnesses();
@@ -93,7 +113,7 @@ async fn a_deleting_harness_is_waited_out_then_created_again() {
 async fn create_failed_is_reported_with_its_reason_and_rolled_back() {
     let emulator = emulator().await;
     emulator.fail_next_create("the execution role cannot be assumed");
-    let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("failed");
+    let error = provider(&emulator).provision_harness(&spec(), None).await.expect_err("failed");
     let Error::ProvisionFailed { resource, id, status, reason, .. } = &error else { panic!("{error:?}") };
     assert_eq!(*resource, "harness");
     assert_eq!(status, "CREATE_FAILED");
@@ -153,7 +173,7 @@ async fn an_adopted_harness_is_never_rolled_back() {
 async fn a_failed_harness_holding_the_name_is_a_typed_conflict() {
     let emulator = emulator().await;
     emulator.seed_harness(&name(), "CREATE_FAILED");
-    let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("conflict");
+    let error = provider(&emulator).provision_harness(&spec(), None).await.expect_err("conflict");
     let Error::NameConflict { resource, name: taken, reason, .. } = &error else { panic!("{error:?}") };
     assert_eq!((*resource, taken.as_str()), ("harness", name().as_str()));
     assert!(reason.contains("CREATE_FAILED"), "{reason}");
@@ -168,7 +188,7 @@ async fn listings_follow_every_page() {
         emulator.seed_harness(&format!("other_{n}"), "READY");
     }
     let existing = emulator.seed_harness(&name(), "READY");
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let provisioned = provider.provision_harness(&spec(), None).await.expect("adopted from the third page");
     assert_eq!(provisioned.harness_id, existing.id);
     let lists: Vec<String> = emulator
@@ -185,7 +205,7 @@ async fn listings_follow_every_page() {
 #[tokio::test]
 async fn teardown_deletes_and_waits_until_gone() {
     let emulator = emulator().await;
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let handle = provider.provision(&spec(), None).await.expect("provisioned");
     provider.teardown(&handle).await.expect("torn down");
     assert!(emulator.harnesses().is_empty());
@@ -199,7 +219,7 @@ async fn teardown_deletes_and_waits_until_gone() {
 #[tokio::test]
 async fn a_session_runs_on_the_provisioned_harness() {
     let emulator = emulator().await;
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let handle = provider.provision(&spec(), None).await.expect("provisioned");
     assert!(handle.agent_id.starts_with("arn:aws:bedrock-agentcore:us-east-1:123456789012:harness/support_bot_"));
     let handler = tool_fn(|_, _| async move { Ok(String::new()) });
@@ -220,20 +240,6 @@ async fn nothing_is_sent_without_an_execution_role() {
     let no_control = managed_agents_agentcore::BedrockAgentCore::new(emulator.client());
     let error = no_control.provision(&spec(), None).await.expect_err("no control client");
     assert!(matches!(error, Error::InvalidOption { .. }), "{error:?}");
-}
-
-#[test]
-fn every_status_is_classified() {
-    use aws_sdk_bedrockagentcorecontrol::types::HarnessStatus;
-    assert_eq!(classify(&HarnessStatus::Ready), HarnessStatusClass::Ready);
-    assert_eq!(classify(&HarnessStatus::Creating), HarnessStatusClass::InProgress);
-    assert_eq!(classify(&HarnessStatus::Updating), HarnessStatusClass::InProgress);
-    assert_eq!(classify(&HarnessStatus::Deleting), HarnessStatusClass::Deleting);
-    for failed in [HarnessStatus::CreateFailed, HarnessStatus::UpdateFailed, HarnessStatus::DeleteFailed] {
-        assert_eq!(classify(&failed), HarnessStatusClass::Failed);
-    }
-    assert_eq!(classify(&HarnessStatus::from("INACTIVE")), HarnessStatusClass::Unknown);
-    assert!(!HarnessStatusClass::Unknown.adoptable() && HarnessStatusClass::InProgress.adoptable());
 }
 
 #[test]
@@ -276,7 +282,7 @@ async fn every_request_is_bounded_by_the_budget_left() {
 async fn throttled_polls_are_polled_again() {
     let emulator = emulator().await;
     emulator.throttle_polls(2);
-    let provisioned = emulator.provider().provision_harness(&spec(), None).await.expect("provisioned");
+    let provisioned = provider(&emulator).provision_harness(&spec(), None).await.expect("provisioned");
     assert_eq!(provisioned.provenance, Provenance::Created);
     assert!(provisioned.polls >= 5, "2 throttled + 2 CREATING + READY: {}", provisioned.polls);
 }
@@ -288,7 +294,7 @@ async fn a_deleting_or_unknown_status_ends_the_ready_wait_at_once() {
     {
         let emulator = emulator().await;
         emulator.next_create_ends_in(status, None);
-        let error = emulator.provider().provision_harness(&spec(), None).await.expect_err(status);
+        let error = provider(&emulator).provision_harness(&spec(), None).await.expect_err(status);
         let Error::ProvisionFailed { status: got, reason: Some(why), .. } = &error else { panic!("{error:?}") };
         assert_eq!((got.as_str(), why.as_str()), (status, reason));
         assert_eq!(gets(&emulator), 3, "two CREATING polls, then the status that ends the wait; no more");
@@ -336,7 +342,7 @@ async fn the_delete_wait_and_the_ready_wait_share_one_budget() {
 async fn a_dropped_provision_rolls_back_what_it_created() {
     let emulator = emulator().await;
     emulator.set_control_options(ControlOptions::default().with_ready_after(Transition::Never));
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let spec = spec();
     let call = provider.provision_harness(&spec, None);
     let dropped = tokio::time::timeout(Duration::from_millis(100), call).await;
@@ -357,13 +363,13 @@ async fn an_environment_reaches_the_create_and_the_name() {
             "lifecycleConfiguration": {"idleRuntimeSessionTimeout": 900, "maxLifetime": 28800},
             "networkConfiguration": {"networkMode": "PUBLIC"}
         }}));
-    let provisioned = emulator.provider().provision_harness(&spec(), Some(&environment)).await.expect("provisioned");
+    let provisioned = provider(&emulator).provision_harness(&spec(), Some(&environment)).await.expect("provisioned");
     assert_ne!(provisioned.name, name(), "another environment, another harness");
-    assert_eq!(provisioned.name, harness_name(&spec(), Some(&environment), None).expect("name"));
+    assert_eq!(provisioned.name, name_in(Some(&environment)));
     let create = &emulator.control_requests()[0];
     assert_eq!(create.body["environment"], environment.config.clone().expect("config"));
     let unsupported = managed_agents_core::EnvironmentSpec::new().config(serde_json::json!({"somethingElse": {}}));
-    let error = emulator.provider().provision_harness(&spec(), Some(&unsupported)).await.expect_err("refused");
+    let error = provider(&emulator).provision_harness(&spec(), Some(&unsupported)).await.expect_err("refused");
     assert!(matches!(error, Error::InvalidSpec { .. }), "{error:?}");
     assert_eq!(emulator.control_requests().len(), 4, "nothing sent for the refused environment");
 }
@@ -372,7 +378,7 @@ async fn an_environment_reaches_the_create_and_the_name() {
 async fn a_create_that_failed_in_flight_is_sent_again_with_its_client_token() {
     let emulator = emulator().await;
     emulator.fail_creates(1, 500);
-    let provisioned = emulator.provider().provision_harness(&spec(), None).await.expect("provisioned");
+    let provisioned = provider(&emulator).provision_harness(&spec(), None).await.expect("provisioned");
     assert_eq!(provisioned.provenance, Provenance::Created);
     assert_eq!(emulator.harnesses().len(), 1, "one harness, not two");
     let creates: Vec<_> = emulator.control_requests().into_iter().filter(|r| r.method == "POST").collect();
@@ -383,6 +389,6 @@ async fn a_create_that_failed_in_flight_is_sent_again_with_its_client_token() {
     // A validation error is not sent again.
     let other = self::emulator().await;
     other.fail_creates(1, 400);
-    let error = other.provider().provision_harness(&spec(), None).await.expect_err("invalid");
+    let error = provider(&other).provision_harness(&spec(), None).await.expect_err("invalid");
     assert!(matches!(&error, Error::Provider { kind: Some(kind), .. } if kind == "ValidationException"), "{error:?}");
 }

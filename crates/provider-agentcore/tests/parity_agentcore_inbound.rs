@@ -20,7 +20,7 @@ async fn normalize(name: &str) -> TurnResult {
         .collect();
     assert!(!events.is_empty(), "{name}: an empty golden asserts nothing");
     let emulator = AgentCoreEmulator::start(Script::new()).await.unwrap();
-    let turn = emulator.provider().normalize(&events);
+    let turn = emulator.provider_builder().build().expect("the emulator's provider builds").normalize(&events);
     assert_eq!(turn.events, events, "{name}: the raw events are kept");
     turn
 }

@@ -35,7 +35,7 @@ fn stop(reason: &str) -> Value {
 
 async fn emulator(script: Script) -> (AgentCoreEmulator, BedrockAgentCore) {
     let emulator = AgentCoreEmulator::start(script).await.unwrap();
-    let provider = emulator.provider();
+    let provider = emulator.provider_builder().build().expect("the emulator's provider builds");
     (emulator, provider)
 }
 

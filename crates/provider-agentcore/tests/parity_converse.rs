@@ -8,10 +8,16 @@
 
 use std::time::Duration;
 
+use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
 use managed_agents_conformance::{Script, ScriptTurn};
 use managed_agents_core::{Event, Provider, Session, SessionOptions, Terminal, ToolUse, TurnResult, tool_fn};
 use serde_json::{Value, json};
+
+/// A provider on the emulator, as its builder makes it.
+fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
+    emulator.provider_builder().build().expect("the emulator's provider builds")
+}
 
 fn start_block(index: i64, id: &str, name: &str) -> Value {
     json!({"contentBlockStart": {"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": id, "name": name}}}})
@@ -28,7 +34,7 @@ fn tool_stop() -> Value {
 async fn normalize(values: Vec<Value>) -> TurnResult {
     let emulator = AgentCoreEmulator::start(Script::new()).await.unwrap();
     let events: Vec<Event> = values.into_iter().map(|v| Event::from_value(v).unwrap()).collect();
-    emulator.provider().normalize(&events)
+    provider(&emulator).normalize(&events)
 }
 
 fn ids(turn: &TurnResult) -> Vec<&str> {
@@ -42,7 +48,7 @@ async fn resume_messages(answer: Result<&'static str, &'static str>) -> Value {
     let emulator = AgentCoreEmulator::start(script).await.unwrap();
     let handler = tool_fn(move |_, _| async move { answer.map(str::to_string).map_err(Into::into) });
     let options = SessionOptions::new().agent_id(emulator.harness_arn()).timeout(Duration::from_secs(30));
-    let result = Session::run(&emulator.provider(), handler, options).await.unwrap();
+    let result = Session::run(&provider(&emulator), handler, options).await.unwrap();
     assert_eq!(result.text, "ok");
     let requests = emulator.requests();
     assert_eq!(requests.len(), 2);

@@ -10,13 +10,18 @@ use std::time::{Duration, Instant};
 
 use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, ControlOptions, Transition};
-use managed_agents_agentcore::harness::harness_name;
 use managed_agents_agentcore::{ProvisionSettings, ProvisionedHarness};
 use managed_agents_conformance::Script;
+use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{AgentSpec, Error};
 
 fn spec() -> AgentSpec {
     AgentSpec::new("harness", "be helpful")
+}
+
+/// The name provisioning gives the spec: `<name>_<digest8>` under AgentCore's rule.
+fn name() -> String {
+    NamePolicy::AGENTCORE.compose(&spec().name, &spec().digest()).expect("name")
 }
 
 async fn emulator(options: ControlOptions) -> AgentCoreEmulator {
@@ -146,7 +151,7 @@ async fn a_zero_budget_is_rejected() {
 #[tokio::test]
 async fn the_delete_wait_and_the_ready_wait_spend_one_budget() {
     let emulator = emulator(always_creating().with_gone_after(Transition::After(Duration::from_millis(320)))).await;
-    emulator.seed_harness(&harness_name(&spec(), None, None).expect("name"), "DELETING");
+    emulator.seed_harness(&name(), "DELETING");
     let started = Instant::now();
     let error = provision(&emulator, settings(Duration::from_millis(400))).await.expect_err("timed out");
     assert_eq!(timed_out(&error).0, "waiting for ready");
@@ -163,7 +168,7 @@ async fn the_delete_wait_and_the_ready_wait_spend_one_budget() {
 async fn no_re_create_on_a_spent_budget() {
     let emulator =
         emulator(ControlOptions::default().with_gone_after(Transition::After(Duration::from_millis(250)))).await;
-    let name = harness_name(&spec(), None, None).expect("name");
+    let name = name();
     emulator.seed_harness(&name, "DELETING");
     let error = provision(&emulator, settings(Duration::from_millis(250))).await.expect_err("timed out");
     let (phase, ..) = timed_out(&error);
@@ -213,7 +218,7 @@ async fn the_delete_wait_is_bounded_the_same_way() {
     let emulator =
         emulator(ControlOptions::default().with_get_delay(Duration::from_secs(30)).with_gone_after(Transition::Never))
             .await;
-    emulator.seed_harness(&harness_name(&spec(), None, None).expect("name"), "DELETING");
+    emulator.seed_harness(&name(), "DELETING");
     let bounded = settings(Duration::from_millis(400)).with_request_timeout(Duration::from_millis(50));
     let error = provision(&emulator, bounded).await.expect_err("timed out");
     let (phase, _, polls, _) = timed_out(&error);

@@ -9,8 +9,8 @@
 
 use managed_agents_agentcore::ProvisionSettings;
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
-use managed_agents_agentcore::harness::harness_digest;
 use managed_agents_conformance::Script;
+use managed_agents_core::provision::Digest;
 use managed_agents_core::{AgentSpec, EnvironmentSpec};
 use serde_json::{Value, json};
 
@@ -45,7 +45,11 @@ async fn capture_create_harness(spec: &AgentSpec, environment: Option<&Environme
 
 fn golden(name: &str, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Value {
     let mut golden = fixture(&format!("requests/{name}.json"));
-    let digest = harness_digest(spec, environment);
+    // The name's digest: the spec's own, or with an environment the digest of both digests.
+    let digest = match environment {
+        None => spec.digest(),
+        Some(env) => Digest::of_json(&json!({"agent": spec.digest().hex(), "environment": env.digest().hex()})),
+    };
     let harness_name = golden["harnessName"].as_str().expect("a name").replace("<digest8>", digest.short());
     golden["harnessName"] = json!(harness_name);
     golden

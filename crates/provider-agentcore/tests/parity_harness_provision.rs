@@ -12,13 +12,18 @@ use std::io;
 use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::time::Duration;
 
-use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, ControlOptions, EXECUTION_ROLE_ARN, Transition};
-use managed_agents_agentcore::harness::{Provenance, harness_name};
-use managed_agents_agentcore::{ProvisionSettings, ProvisionedHarness};
+use managed_agents_agentcore::provision::Provenance;
+use managed_agents_agentcore::{BedrockAgentCore, ProvisionSettings, ProvisionedHarness};
 use managed_agents_conformance::{Script, ScriptTurn};
+use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{AgentSpec, EnvironmentSpec, Error, Provider, Session, SessionOptions, ToolSchema, tool_fn};
 use serde_json::{Value, json};
+
+/// A provider on the emulator, as its builder makes it.
+fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
+    emulator.provider_builder().build().expect("the emulator's provider builds")
+}
 
 /// Upstream's `@spec_bedrock`: a named spec with one tool and a Bedrock model.
 fn spec() -> AgentSpec {
@@ -29,8 +34,13 @@ fn spec() -> AgentSpec {
     ))
 }
 
+/// The name provisioning gives `spec` (no environment, no prefix): `<name>_<digest8>` under AgentCore's rule.
+fn name_of(spec: &AgentSpec) -> String {
+    NamePolicy::AGENTCORE.compose(&spec.name, &spec.digest()).expect("name")
+}
+
 fn name() -> String {
-    harness_name(&spec(), None, None).expect("name")
+    name_of(&spec())
 }
 
 async fn emulator() -> AgentCoreEmulator {
@@ -42,7 +52,7 @@ fn provider_with(emulator: &AgentCoreEmulator, settings: ProvisionSettings) -> B
 }
 
 async fn provision(emulator: &AgentCoreEmulator) -> Result<ProvisionedHarness, Error> {
-    emulator.provider().provision_harness(&spec(), None).await
+    provider(emulator).provision_harness(&spec(), None).await
 }
 
 fn requests(emulator: &AgentCoreEmulator, method: &str) -> Vec<String> {
@@ -145,12 +155,12 @@ async fn a_well_formed_role_reaches_the_create() {
 async fn the_create_carries_the_validated_fields() {
     let emulator = emulator().await;
     let spec = AgentSpec::new("h", "hi").model("claude-sonnet-4-6");
-    emulator.provider().provision(&spec, None).await.expect("provisioned");
+    provider(&emulator).provision(&spec, None).await.expect("provisioned");
     let body = create_body(&emulator);
     assert_eq!(body["executionRoleArn"], EXECUTION_ROLE_ARN);
     assert_eq!(body["model"], json!({"bedrockModelConfig": {"modelId": "claude-sonnet-4-6"}}));
     assert_eq!(body["systemPrompt"], json!([{"text": "hi"}]));
-    assert_eq!(body["harnessName"], harness_name(&spec, None, None).expect("name"));
+    assert_eq!(body["harnessName"], name_of(&spec));
 }
 
 /// bedrock_agent_core_test.exs: "blank execution_role_arn is still rejected" (through `Provider::provision`).
@@ -193,7 +203,7 @@ async fn a_spec_shaped_map_deserialises_and_provisions() {
         "name": "coerced-harness", "system_prompt": "coerce me", "tools": [], "model": "m"
     }))
     .expect("a spec");
-    emulator.provider().provision(&spec, None).await.expect("provisioned");
+    provider(&emulator).provision(&spec, None).await.expect("provisioned");
     assert_eq!(create_body(&emulator)["systemPrompt"], json!([{"text": "coerce me"}]));
 }
 
@@ -202,7 +212,7 @@ async fn a_spec_shaped_map_deserialises_and_provisions() {
 #[tokio::test]
 async fn an_invalid_spec_is_rejected_before_anything_is_sent() {
     let emulator = emulator().await;
-    let error = emulator.provider().provision(&AgentSpec::new("", "no name here"), None).await.expect_err("invalid");
+    let error = provider(&emulator).provision(&AgentSpec::new("", "no name here"), None).await.expect_err("invalid");
     assert!(matches!(error, Error::InvalidSpec { .. }), "{error:?}");
     assert!(emulator.control_requests().is_empty());
 }
@@ -270,7 +280,7 @@ async fn a_failed_holder_is_a_name_conflict() {
 #[tokio::test]
 async fn teardown_deletes_the_harness_by_id() {
     let emulator = emulator().await;
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let provisioned = provider.provision_harness(&spec(), None).await.expect("provisioned");
     provider.teardown(&provisioned.handle()).await.expect("torn down");
     assert_eq!(deleted(&emulator), vec![provisioned.harness_id]);
@@ -388,7 +398,7 @@ async fn the_recreate_path_rolls_back_what_it_created() {
 async fn a_dropped_call_still_rolls_back() {
     let emulator = emulator().await;
     emulator.set_control_options(ControlOptions::default().with_ready_after(Transition::Never));
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let spec = spec();
     assert!(tokio::time::timeout(Duration::from_millis(50), provider.provision_harness(&spec, None)).await.is_err());
     let delete =
@@ -548,92 +558,13 @@ async fn a_failed_wait_is_an_event_with_the_failure() {
 #[tokio::test]
 async fn the_handle_runs_a_session() {
     let emulator = emulator().await;
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let handle = provider.provision(&spec(), None).await.expect("provisioned");
     let handler = tool_fn(|_, _| async move { Ok(String::new()) });
     let result = Session::run(&provider, handler, SessionOptions::new().agent_id(handle.agent_id).prompt("hi"))
         .await
         .expect("a session");
     assert_eq!(result.text, "ok");
-}
-
-/// bedrock_agent_core_test.exs: "harness_name/2's digest is byte-identical to ReqManagedAgents.Agent.Spec.digest/1
-/// for a spec with no environment fields". By decision: the digest is the spec's own (`AgentSpec::digest`, over
-/// canonical JSON), not upstream's Erlang-term hash, so the names differ from upstream's; the name's suffix is
-/// the spec digest, and an empty base becomes `a`.
-#[test]
-fn the_name_carries_the_spec_digest() {
-    let spec = spec();
-    let name = harness_name(&spec, None, None).expect("name");
-    assert_eq!(name, format!("harness_{}", spec.digest().short()));
-    let mut unnamed = spec.clone();
-    unnamed.name = String::new();
-    assert_eq!(harness_name(&unnamed, None, None).expect("name"), format!("a_{}", spec.digest().short()));
-}
-
-/// bedrock_agent_core_test.exs: "two specs differing only in name produce different harness names".
-#[test]
-fn specs_differing_only_in_name_get_different_names() {
-    let a = AgentSpec::new("rma-live-bedrock-harness", "p");
-    let b = AgentSpec::new("rma-live-bedrock-reattach", "p");
-    assert_ne!(harness_name(&a, None, Some("rma_live")).unwrap(), harness_name(&b, None, Some("rma_live")).unwrap());
-}
-
-fn aws_name(name: &str) -> bool {
-    (1..=40).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// bedrock_agent_core_test.exs: "harness names satisfy the AWS charset and length constraint".
-#[test]
-fn names_satisfy_the_aws_rule() {
-    let spec = AgentSpec::new("rma-live-bedrock-harness", "p");
-    let name = harness_name(&spec, None, Some("rma_live")).unwrap();
-    assert!(aws_name(&name), "{name}");
-}
-
-/// bedrock_agent_core_test.exs: "a nil prefix still produces a valid name".
-#[test]
-fn no_prefix_still_gives_a_valid_name() {
-    assert!(aws_name(&harness_name(&AgentSpec::new("orchestrated-agent", "p"), None, None).unwrap()));
-}
-
-/// bedrock_agent_core_test.exs: "a spec with no name at all still produces a valid name".
-#[test]
-fn no_name_still_gives_a_valid_name() {
-    assert!(aws_name(&harness_name(&AgentSpec::new("", "p"), None, None).unwrap()));
-}
-
-/// bedrock_agent_core_test.exs: "harness_name/3 env-arg is nil-default and byte-identical to the 2-arg env-less
-/// name".
-#[test]
-fn no_environment_is_the_environmentless_name() {
-    let spec = AgentSpec::new("x", "x");
-    assert_eq!(harness_name(&spec, None, Some("t")).unwrap(), format!("t_x_{}", spec.digest().short()));
-}
-
-/// bedrock_agent_core_test.exs: "harness_name/3 folds the Environment.Spec digest in — different environments →
-/// different names (#70/#72)".
-#[test]
-fn environments_fold_into_the_name() {
-    let spec = AgentSpec::new("x", "x");
-    let a = EnvironmentSpec::new().config(json!({"environment": {"a": 1}}));
-    let b = EnvironmentSpec::new().config(json!({"environment": {"b": 2}}));
-    let envless = harness_name(&spec, None, Some("t")).unwrap();
-    let (with_a, with_b) =
-        (harness_name(&spec, Some(&a), Some("t")).unwrap(), harness_name(&spec, Some(&b), Some("t")).unwrap());
-    assert_ne!(with_a, envless);
-    assert_ne!(with_a, with_b);
-}
-
-/// bedrock_agent_core_test.exs: "harness_name/3 ignores the environment name (name excluded from the digest)".
-#[test]
-fn the_environment_name_is_not_in_the_name() {
-    let spec = AgentSpec::new("x", "x");
-    let one = EnvironmentSpec::new().name("one").config(json!({"environment": {"a": 1}}));
-    let two = EnvironmentSpec::new().name("two").config(json!({"environment": {"a": 1}}));
-    assert_eq!(harness_name(&spec, Some(&one), None).unwrap(), harness_name(&spec, Some(&two), None).unwrap());
 }
 
 fn live_canary_environment() -> EnvironmentSpec {
@@ -648,7 +579,7 @@ fn live_canary_environment() -> EnvironmentSpec {
 async fn the_environment_config_reaches_the_create_verbatim() {
     let emulator = emulator().await;
     let environment = live_canary_environment();
-    emulator.provider().provision(&spec(), Some(&environment)).await.expect("provisioned");
+    provider(&emulator).provision(&spec(), Some(&environment)).await.expect("provisioned");
     assert_eq!(create_body(&emulator)["environment"], environment.config.expect("config"));
 }
 
@@ -656,7 +587,7 @@ async fn the_environment_config_reaches_the_create_verbatim() {
 #[tokio::test]
 async fn no_environment_sends_none() {
     let emulator = emulator().await;
-    emulator.provider().provision(&spec(), None).await.expect("provisioned");
+    provider(&emulator).provision(&spec(), None).await.expect("provisioned");
     assert!(create_body(&emulator).get("environment").is_none());
 }
 
@@ -666,7 +597,7 @@ async fn no_environment_sends_none() {
 async fn the_wire_body_carries_the_environment() {
     let emulator = emulator().await;
     let environment = live_canary_environment();
-    emulator.provider().provision(&spec(), Some(&environment)).await.expect("provisioned");
+    provider(&emulator).provision(&spec(), Some(&environment)).await.expect("provisioned");
     let create = emulator.control_requests().into_iter().find(|r| r.method == "POST").expect("a create");
     assert_eq!(create.path, "/harnesses");
     assert_eq!(

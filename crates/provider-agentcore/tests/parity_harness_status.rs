@@ -2,54 +2,29 @@
 //! every harness status is classified, and the ready-wait and 409 recovery act on the class. Waits run through
 //! the real control-plane SDK client against the AgentCore emulator.
 
-use aws_sdk_bedrockagentcorecontrol::types::HarnessStatus;
+use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::emulator::AgentCoreEmulator;
-use managed_agents_agentcore::harness::{HarnessStatusClass, Provenance, classify, harness_name};
+use managed_agents_agentcore::provision::Provenance;
 use managed_agents_conformance::Script;
+use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{AgentSpec, Error};
 
 fn spec() -> AgentSpec {
     AgentSpec::new("harness", "be helpful")
 }
 
+/// The name provisioning gives the spec: `<name>_<digest8>` under AgentCore's rule.
 fn name() -> String {
-    harness_name(&spec(), None, None).expect("name")
+    NamePolicy::AGENTCORE.compose(&spec().name, &spec().digest()).expect("name")
+}
+
+/// A provider on the emulator, as its builder makes it.
+fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
+    emulator.provider_builder().build().expect("the emulator's provider builds")
 }
 
 fn gets(emulator: &AgentCoreEmulator) -> usize {
     emulator.control_requests().iter().filter(|r| r.method == "GET" && r.path.starts_with("/harnesses/")).count()
-}
-
-/// harness_status_test.exs: "classifies the known vocabulary".
-#[test]
-fn the_known_vocabulary_is_classified() {
-    assert_eq!(classify(&HarnessStatus::from("READY")), HarnessStatusClass::Ready);
-    assert_eq!(classify(&HarnessStatus::from("CREATING")), HarnessStatusClass::InProgress);
-    assert_eq!(classify(&HarnessStatus::from("UPDATING")), HarnessStatusClass::InProgress);
-    assert_eq!(classify(&HarnessStatus::from("DELETING")), HarnessStatusClass::Deleting);
-    for failed in ["CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED"] {
-        assert_eq!(classify(&HarnessStatus::from(failed)), HarnessStatusClass::Failed, "{failed}");
-    }
-}
-
-/// harness_status_test.exs: "an unrecognized status is named, not silently polled".
-#[test]
-fn an_unknown_status_is_its_own_class() {
-    let status = HarnessStatus::from("INACTIVE");
-    assert_eq!(classify(&status), HarnessStatusClass::Unknown);
-    assert_eq!(status.as_str(), "INACTIVE", "the status keeps its name for the error");
-}
-
-/// harness_status_test.exs: "every harness status the mirrored service model declares is classified". Upstream
-/// read botocore's model from a private corpus; the SDK's generated enum is that model, so every value it
-/// declares must land in a known class.
-#[test]
-fn every_status_the_service_model_declares_is_classified() {
-    let declared = HarnessStatus::values();
-    assert!(declared.len() >= 7, "{declared:?}");
-    for status in declared {
-        assert_ne!(classify(&HarnessStatus::from(*status)), HarnessStatusClass::Unknown, "{status}");
-    }
 }
 
 /// harness_status_test.exs: "a DELETING harness terminates the ready-wait instead of polling it".
@@ -57,7 +32,7 @@ fn every_status_the_service_model_declares_is_classified() {
 async fn deleting_ends_the_ready_wait() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     emulator.next_create_ends_in("DELETING", None);
-    let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("terminating");
+    let error = provider(&emulator).provision_harness(&spec(), None).await.expect_err("terminating");
     assert!(matches!(&error, Error::ProvisionFailed { status, .. } if status == "DELETING"), "{error:?}");
     assert_eq!(gets(&emulator), 3, "CREATING, CREATING, DELETING: not polled further");
 }
@@ -67,7 +42,7 @@ async fn deleting_ends_the_ready_wait() {
 async fn an_unknown_status_ends_the_ready_wait() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     emulator.next_create_ends_in("INACTIVE", None);
-    let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("unknown");
+    let error = provider(&emulator).provision_harness(&spec(), None).await.expect_err("unknown");
     assert!(matches!(&error, Error::ProvisionFailed { status, .. } if status == "INACTIVE"), "{error:?}");
     assert_eq!(gets(&emulator), 3);
 }
@@ -77,7 +52,7 @@ async fn an_unknown_status_ends_the_ready_wait() {
 async fn a_creating_harness_is_adopted() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     let existing = emulator.seed_harness(&name(), "CREATING");
-    let provisioned = emulator.provider().provision_harness(&spec(), None).await.expect("adopted");
+    let provisioned = provider(&emulator).provision_harness(&spec(), None).await.expect("adopted");
     assert_eq!((provisioned.harness_id, provisioned.provenance), (existing.id, Provenance::Adopted));
 }
 
@@ -87,6 +62,6 @@ async fn a_creating_harness_is_adopted() {
 async fn a_harness_without_a_status_is_never_adopted() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.expect("emulator");
     emulator.seed_harness(&name(), "");
-    let error = emulator.provider().provision_harness(&spec(), None).await.expect_err("conflict");
+    let error = provider(&emulator).provision_harness(&spec(), None).await.expect_err("conflict");
     assert!(matches!(&error, Error::NameConflict { name: taken, .. } if *taken == name()), "{error:?}");
 }

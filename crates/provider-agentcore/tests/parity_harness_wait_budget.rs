@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use managed_agents_agentcore::ProvisionSettings;
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, ControlOptions, Transition};
-use managed_agents_agentcore::harness::{DEFAULT_MAX_POLL_INTERVAL, DEFAULT_POLL_INTERVAL, DEFAULT_PROVISION_BUDGET};
+use managed_agents_agentcore::provision::{DEFAULT_MAX_POLL_INTERVAL, DEFAULT_POLL_INTERVAL, DEFAULT_PROVISION_BUDGET};
 use managed_agents_conformance::Script;
 use managed_agents_core::{AgentSpec, Error};
 

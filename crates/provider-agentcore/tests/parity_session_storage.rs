@@ -20,8 +20,12 @@ async fn emulator() -> AgentCoreEmulator {
 }
 
 fn store(emulator: &AgentCoreEmulator) -> SessionStorageArtifacts {
-    SessionStorageArtifacts::new(&emulator.provider(), emulator.harness_arn(), new_session_id())
-        .with_idle_timeout(Duration::from_secs(10))
+    SessionStorageArtifacts::new(
+        &emulator.provider_builder().build().expect("the emulator's provider builds"),
+        emulator.harness_arn(),
+        new_session_id(),
+    )
+    .with_idle_timeout(Duration::from_secs(10))
 }
 
 /// "list runs a python scandir and maps its JSON to Artifacts". By decision the listing is `find` over the

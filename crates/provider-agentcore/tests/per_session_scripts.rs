@@ -6,11 +6,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, InvokeRequest};
 use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptTurn, Scripts};
 use managed_agents_core::{Error, Session, SessionOptions, tool_fn};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
+
+/// A provider on the emulator, as its builder makes it.
+fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
+    emulator.provider_builder().build().expect("the emulator's provider builds")
+}
 
 fn options(emulator: &AgentCoreEmulator, prompt: &str) -> SessionOptions {
     SessionOptions::new().agent_id(emulator.harness_arn()).prompt(prompt).timeout(Duration::from_secs(30))
@@ -38,7 +44,7 @@ async fn concurrent_sessions_each_play_their_own_script() {
             .turn(ScriptTurn::text(format!("done {who}")))
     });
     let emulator = AgentCoreEmulator::start(scripts).await.unwrap();
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     // The tool returns only once both sessions are in it: each is mid-script before either finishes.
     let barrier = Arc::new(Barrier::new(2));
     let handler = tool_fn(move |_, input: Value| {
@@ -79,7 +85,7 @@ async fn each_session_meets_its_own_truncation_once() {
     let cut = ScriptTurn::text("whole at last").with_fault(Fault::CloseStreamAfter { events: 2 });
     let emulator =
         AgentCoreEmulator::start(Scripts::per_session(move |_| Script::new().turn(cut.clone()))).await.unwrap();
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let echo = tool_fn(|_, _| async { Ok(String::new()) });
     let (one, two) = tokio::join!(
         Session::run(&provider, echo.clone(), options(&emulator, "one")),
@@ -98,7 +104,7 @@ async fn a_spent_script_counts_only_its_own_sessions_turns() {
         _ => Script::new().turn(ScriptTurn::tool_call("call_1", "lookup", json!({}))),
     });
     let emulator = AgentCoreEmulator::start(scripts).await.unwrap();
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let echo = tool_fn(|_, _| async { Ok(String::new()) });
     assert_eq!(Session::run(&provider, echo.clone(), options(&emulator, "done")).await.unwrap().text, "done");
     let error = Session::run(&provider, echo, options(&emulator, "call")).await.unwrap_err();
@@ -111,7 +117,7 @@ async fn a_spent_script_counts_only_its_own_sessions_turns() {
 async fn a_shared_script_hands_its_turns_to_whichever_session_asks() {
     let script = Script::new().turn(ScriptTurn::text("first")).turn(ScriptTurn::text("second"));
     let emulator = AgentCoreEmulator::start(script).await.unwrap();
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let echo = tool_fn(|_, _| async { Ok(String::new()) });
     let one = Session::run(&provider, echo.clone(), options(&emulator, "one")).await.unwrap();
     let two = Session::run(&provider, echo.clone(), options(&emulator, "two")).await.unwrap();

@@ -14,6 +14,11 @@ use managed_agents_core::{
 };
 use serde_json::json;
 
+/// A provider on the emulator, as its builder makes it.
+fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
+    emulator.provider_builder().build().expect("the emulator's provider builds")
+}
+
 fn options(emulator: &AgentCoreEmulator) -> SessionOptions {
     SessionOptions::new().agent_id(emulator.harness_arn()).timeout(Duration::from_secs(30))
 }
@@ -28,8 +33,8 @@ async fn every_resume_echoes_the_calls_before_their_results() {
         .turn(ScriptTurn::tool_call("tooluse_c", "store", json!({"v": 1})))
         .turn(ScriptTurn::text("done"));
     let emulator =
-        AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_reuse_block_index(true)).await.unwrap();
-    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+        AgentCoreEmulator::start_with(script, EmulatorOptions::default().with_reuse_block_index(true)).await.unwrap();
+    let result = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap();
     assert_eq!(result.text, "done");
     assert_eq!(result.custom_tool_uses[0].input, json!({"q": "déjà vu"}), "fragments joined, index reuse survived");
     let requests = emulator.requests();
@@ -58,13 +63,13 @@ async fn every_resume_echoes_the_calls_before_their_results() {
 async fn a_truncated_stream_is_retried_and_then_reported_as_early_termination() {
     let truncated = || ScriptTurn::text("complete answer").with_fault(Fault::CloseStreamAfter { events: 2 });
     let emulator = AgentCoreEmulator::start(Script::new().turn(truncated())).await.unwrap();
-    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+    let result = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap();
     assert_eq!(result.text, "complete answer");
     assert_eq!(emulator.requests().len(), 2, "cut short once, then served");
 
     let every = EmulatorOptions::default().with_truncate_every_call(true);
-    let emulator = AgentCoreEmulator::with_options(Script::new().turn(truncated()), every).await.unwrap();
-    let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
+    let emulator = AgentCoreEmulator::start_with(Script::new().turn(truncated()), every).await.unwrap();
+    let error = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap_err();
     let Error::Provider { kind, .. } = error.root() else { panic!("{error:?}") };
     assert_eq!(kind.as_deref(), Some("early_termination"));
     assert_eq!(emulator.requests().len(), 3, "the first call and two retries");
@@ -74,7 +79,7 @@ async fn a_truncated_stream_is_retried_and_then_reported_as_early_termination() 
 async fn an_exception_frame_is_typed_and_never_retried() {
     let fault = Fault::StreamException { kind: "validationException".into(), message: "bad tool schema".into() };
     let emulator = AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(fault))).await.unwrap();
-    let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
+    let error = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap_err();
     let Error::Provider { kind, message, retryable, .. } = error.root() else { panic!("{error:?}") };
     assert_eq!(kind.as_deref(), Some("ValidationException"), "the same name as the HTTP error's");
     assert_eq!((message.as_str(), *retryable), ("bad tool schema (reason: FieldValidationFailed)", false));
@@ -88,7 +93,7 @@ async fn throttling_is_retried_and_validation_errors_are_not() {
     )
     .await
     .unwrap();
-    assert_eq!(Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap().text, "ok");
+    assert_eq!(Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap().text, "ok");
     assert_eq!(emulator.requests().len(), 2);
 
     let emulator = AgentCoreEmulator::start(
@@ -96,7 +101,7 @@ async fn throttling_is_retried_and_validation_errors_are_not() {
     )
     .await
     .unwrap();
-    let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
+    let error = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap_err();
     let Error::Provider { kind, message, .. } = error.root() else { panic!("{error:?}") };
     assert_eq!(kind.as_deref(), Some("ValidationException"));
     assert_eq!(message, "injected failure (reason: FieldValidationFailed)", "the reason survives an HTTP error too");
@@ -120,13 +125,13 @@ async fn a_stall_hits_the_idle_timeout() {
 async fn a_broken_frame_is_retried_then_a_typed_error() {
     let broken = || Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame));
     let emulator = AgentCoreEmulator::start(broken()).await.unwrap();
-    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+    let result = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap();
     assert_eq!(result.text, "x");
     assert_eq!(emulator.requests().len(), 2, "broken once, then served whole");
 
     let every = EmulatorOptions::default().with_truncate_every_call(true);
-    let emulator = AgentCoreEmulator::with_options(broken(), every).await.unwrap();
-    let error = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap_err();
+    let emulator = AgentCoreEmulator::start_with(broken(), every).await.unwrap();
+    let error = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap_err();
     assert!(matches!(error.root(), Error::Malformed { .. }), "{error:?}");
     assert_eq!(emulator.requests().len(), 3, "retried like a cut stream, then reported");
 }
@@ -134,7 +139,7 @@ async fn a_broken_frame_is_retried_then_a_typed_error() {
 #[tokio::test]
 async fn a_session_id_outside_the_rule_is_refused_before_any_call() {
     let emulator = AgentCoreEmulator::start(Script::new()).await.unwrap();
-    let error = Session::run(&emulator.provider(), EchoTools, options(&emulator).session_id("too-short").prompt("hi"))
+    let error = Session::run(&provider(&emulator), EchoTools, options(&emulator).session_id("too-short").prompt("hi"))
         .await
         .unwrap_err();
     assert!(matches!(error, Error::InvalidOption { option: "session_id", .. }), "{error:?}");
@@ -149,7 +154,7 @@ async fn per_invocation_overrides_reach_the_wire() {
         .provider_option("timeout_seconds", 120)
         .provider_option("max_iterations", 4)
         .provider_option("max_tokens", 2048);
-    Session::run(&emulator.provider(), EchoTools, run).await.unwrap();
+    Session::run(&provider(&emulator), EchoTools, run).await.unwrap();
     let body = &emulator.requests()[0].body;
     assert_eq!(body["model"], json!({"bedrockModelConfig": {"modelId": "anthropic.claude-sonnet-4"}}));
     assert_eq!(
@@ -201,7 +206,7 @@ async fn events_reach_the_handler_while_the_call_is_still_open() {
         AgentCoreEmulator::start(Script::new().turn(ScriptTurn::chunks(["streamed ", "live"]))).await.unwrap();
     let gate = emulator.gate_message_stop();
     let run = options(&emulator).timeout(Duration::from_secs(10));
-    let result = Session::run(&emulator.provider(), ReleaseOnFirstDelta(gate), run).await.unwrap();
+    let result = Session::run(&provider(&emulator), ReleaseOnFirstDelta(gate), run).await.unwrap();
     assert_eq!(result.text, "streamed live");
 }
 
@@ -219,9 +224,9 @@ async fn reasoning_reaches_the_events_and_is_echoed_with_its_signature_before_th
         .turn(ScriptTurn::tool_call("tooluse_c", "store", json!({"v": 1})))
         .turn(ScriptTurn::text("done"));
     let emulator =
-        AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_reasoning(true)).await.unwrap();
+        AgentCoreEmulator::start_with(script, EmulatorOptions::default().with_reasoning(true)).await.unwrap();
     // The emulator refuses a resume that does not echo its reasoning, so the run succeeding is half the proof.
-    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+    let result = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap();
     assert_eq!(result.text, "done");
 
     let (text, signature, redacted) = reasoning_blocks(0);
@@ -256,8 +261,8 @@ async fn a_resume_without_the_reasoning_is_a_validation_error_naming_reason_and_
         .turn(ScriptTurn::tool_call("tooluse_a", "lookup", json!({"q": "a"})))
         .turn(ScriptTurn::text("never"));
     let emulator =
-        AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_reasoning(true)).await.unwrap();
-    let provider = emulator.provider();
+        AgentCoreEmulator::start_with(script, EmulatorOptions::default().with_reasoning(true)).await.unwrap();
+    let provider = provider(&emulator);
     let mut request = OpenRequest::default();
     request.agent_id = Some(emulator.harness_arn());
     let Ok(OpenConnection::RequestResponse(mut first)) = provider.open(request.clone()).await else { panic!() };
@@ -284,8 +289,8 @@ async fn cache_tokens_reach_the_usage() {
         .turn(ScriptTurn::tool_call("tooluse_a", "lookup", json!({})).with_usage(100, 20))
         .turn(ScriptTurn::text("ok").with_usage(150, 5));
     let emulator =
-        AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_cache_usage(30, 7)).await.unwrap();
-    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+        AgentCoreEmulator::start_with(script, EmulatorOptions::default().with_cache_usage(30, 7)).await.unwrap();
+    let result = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap();
     let usage = &result.usage;
     assert_eq!((usage.input_tokens, usage.output_tokens), (250, 25));
     assert_eq!((usage.cache_read_input_tokens, usage.cache_creation_input_tokens), (60, 14));
@@ -299,10 +304,9 @@ async fn server_tool_calls_and_their_results_are_observed_not_run() {
     let script = Script::new()
         .turn(ScriptTurn::tool_call("tooluse_a", "lookup", json!({"q": "a"})))
         .turn(ScriptTurn::text("done"));
-    let emulator = AgentCoreEmulator::with_options(script, EmulatorOptions::default().with_server_tool_results(true))
-        .await
-        .unwrap();
-    let result = Session::run(&emulator.provider(), EchoTools, options(&emulator)).await.unwrap();
+    let emulator =
+        AgentCoreEmulator::start_with(script, EmulatorOptions::default().with_server_tool_results(true)).await.unwrap();
+    let result = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap();
     assert_eq!(result.text, "done");
     assert_eq!(result.custom_tool_uses, vec![ToolUse::new("tooluse_a", "lookup", json!({"q": "a"}))]);
     assert_eq!(
@@ -340,7 +344,7 @@ async fn the_emulated_harness_arn_follows_the_service_pattern_and_others_are_ref
     }
     let emulator = AgentCoreEmulator::start(Script::new().turn(ScriptTurn::text("ok"))).await.unwrap();
     let run = options(&emulator).agent_id("arn:aws:bedrock-agentcore:us-east-1:000000000000:harness/emulated");
-    let error = Session::run(&emulator.provider(), EchoTools, run).await.unwrap_err();
+    let error = Session::run(&provider(&emulator), EchoTools, run).await.unwrap_err();
     let Error::Provider { kind, .. } = error.root() else { panic!("{error:?}") };
     assert_eq!(kind.as_deref(), Some("ValidationException"));
 }
@@ -372,8 +376,9 @@ async fn the_builder_refuses_what_cannot_work_and_its_knobs_reach_the_wire() {
         .qualifier("live_endpoint")
         .build()
         .unwrap();
-    assert_eq!((provider.idle_timeout(), provider.request_timeout()), (Duration::from_secs(7), Duration::from_secs(8)));
-    assert_eq!((provider.retry(), provider.qualifier()), (RetryPolicy::none(), Some("live_endpoint")));
+    let http = provider.http_settings();
+    assert_eq!((http.idle_timeout, http.request_timeout), (Duration::from_secs(7), Duration::from_secs(8)));
+    assert_eq!((http.retry, provider.qualifier()), (RetryPolicy::none(), Some("live_endpoint")));
     Session::run(&provider, EchoTools, options(&emulator)).await.unwrap();
     assert!(emulator.requests()[0].path.ends_with("&qualifier=live_endpoint"), "{}", emulator.requests()[0].path);
 }
@@ -387,7 +392,7 @@ async fn a_shared_sdk_config_builds_a_working_client() {
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .credentials_provider(SharedCredentialsProvider::new(Credentials::new("AKID", "secret", None, None, "test")))
-        .endpoint_url(emulator.endpoint())
+        .endpoint_url(emulator.base_url())
         .build();
     let provider = BedrockAgentCore::builder().sdk_config(&config).build().unwrap();
     let result = Session::run(&provider, EchoTools, options(&emulator)).await.unwrap();
@@ -403,14 +408,14 @@ async fn a_new_session_answers_the_calls_an_earlier_run_stopped_on() {
         .turn(ScriptTurn::text("Paid."));
     let emulator = AgentCoreEmulator::start(script).await.unwrap();
     let defer = permission_fn(|_| async { Decision::Defer });
-    let error = Session::run(&emulator.provider(), EchoTools, options(&emulator).prompt("pay").permission(defer))
+    let error = Session::run(&provider(&emulator), EchoTools, options(&emulator).prompt("pay").permission(defer))
         .await
         .unwrap_err();
     let Error::ApprovalRequired { partial, .. } = error else { panic!("{error:?}") };
     let session_id = partial.session_id.clone().unwrap();
 
     // Another process: a provider of its own, reattaching by id with the calls the first run stopped on.
-    let provider = emulator.provider();
+    let provider = provider(&emulator);
     let mut request = OpenRequest::default();
     request.agent_id = Some(emulator.harness_arn());
     request.session_id = Some(session_id.clone());

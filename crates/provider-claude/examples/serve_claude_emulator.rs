@@ -14,16 +14,21 @@ use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::{Script, ScriptTurn};
 use serde_json::json;
 
-#[tokio::main]
-async fn main() -> std::io::Result<()> {
-    let script = Script::new()
+/// The script served: a `get_weather` tool call with some text, then the answer in text (`tests/sdk.rs` runs
+/// the SDK check against it too).
+pub fn script() -> Script {
+    Script::new()
         .turn(
             ScriptTurn::tool_call("sevt_tool_weather", "get_weather", json!({"city": "Oslo"}))
                 .with_text("Let me check the weather.")
                 .with_usage(12, 7),
         )
-        .turn(ScriptTurn::text("It is sunny in Oslo.").with_usage(20, 9));
-    let emulator = ClaudeEmulator::start(script).await?;
+        .turn(ScriptTurn::text("It is sunny in Oslo.").with_usage(20, 9))
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let emulator = ClaudeEmulator::start(script()).await?;
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "BASE_URL={}", emulator.base_url())?;

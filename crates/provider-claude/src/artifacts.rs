@@ -65,8 +65,9 @@ use managed_agents_core::Error;
 use managed_agents_core::artifacts::{Artifact, Artifacts, validate_artifact_name};
 use serde_json::Value;
 
-use crate::client::{ClaudeClient, excerpt};
-use crate::timestamp::parse_rfc3339;
+use crate::wire::client::ClaudeClient;
+use crate::wire::excerpt;
+use crate::wire::timestamp::parse_rfc3339;
 
 /// The sandbox directory whose files the service keeps as session outputs (no trailing `/`). Put it in the
 /// agent's system prompt (or use [`output_path`]) rather than copying the string.

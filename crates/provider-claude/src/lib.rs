@@ -14,23 +14,37 @@
 //!   and the answers go back as `user.tool_confirmation` events, in the same post as the turn's custom tool
 //!   results. A reconnect (or a reattach by session id) finds calls still waiting for a confirmation in the
 //!   history, like unanswered custom calls.
-//! * [`ClaudeManagedAgents::builder`] / [`ClaudeManagedAgents::from_env`]: configuration. Builders never read
-//!   the environment; `from_env` (on the provider, the client and both builders) reads `ANTHROPIC_API_KEY` and
-//!   `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `request_timeout`, `idle_timeout`, `retry`,
-//!   `http_options`; invalid values fail `build()` with a typed error.
-//! * [`ClaudeClient`]: the HTTP API — agents, environments, sessions, events (send, list with paging, stream),
-//!   session resources, files; every `list_all_*` follows all pages. Retries honour `retry-after`; posting
-//!   events is never blindly repeated.
+//! * [`ClaudeManagedAgents::builder`] / [`ClaudeManagedAgents::from_env`]: configuration, one builder
+//!   ([`ClaudeManagedAgentsBuilder`]). `builder()` never reads the environment; `from_env` reads
+//!   `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `anthropic_version`, `beta`,
+//!   `files_beta`, the HTTP settings (`request_timeout`, `idle_timeout`, `retry`, `http_options`, or
+//!   `http_settings` at once, from [`DEFAULT_HTTP_SETTINGS`]) and `provision_store`; invalid values fail `build()`
+//!   with a typed error.
+//! * [`ClaudeClient`] ([`ClaudeManagedAgents::client`]): the HTTP API — agents, environments, sessions, events
+//!   (send, list with paging, stream), session resources, files; every `list_all_*` follows all pages. Retries
+//!   honour `retry-after`; posting events is never blindly repeated.
 //! * [`provision`]: agents and environments as content-addressed images ([`ClaudeProvisioner`]: ensure with
 //!   `409` adoption, tag / resolve, prune), which [`ClaudeManagedAgents`]'s `Provider::provision` uses.
 //! * [`artifacts`]: a session's files by name ([`ClaudeArtifacts`], also [`ClaudeManagedAgents::artifacts`]):
 //!   what the agent wrote under [`artifacts::OUTPUTS_DIR`] and what you put, mounted under
 //!   [`artifacts::INPUTS_DIR`].
-//! * [`bootstrap`]: the script and instructions that install an environment's declared runtimes with mise.
-//! * [`SessionBudget`] / [`BudgetReached`]: a session spend cap and the report of its expiry.
+//! * [`SpendLimit`] / [`SpendLimitReached`]: a session's spend limit (the wire's `budget`) and the report of
+//!   reaching it.
 //! * `emulator` feature: [`emulator::ClaudeEmulator`], a Managed Agents server on loopback that plays a
 //!   conformance script with faults — host-side tool calls included, asking for confirmation as the agent's
 //!   permission policies say — and [`emulator::ClaudeBackend`] to run the conformance suite.
+//!
+//! ## The crate's rooms
+//!
+//! The same rooms as every provider crate of managed-agents:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `provider` | [`ClaudeManagedAgents`] and its `Provider` impl, [`ClaudeManagedAgentsBuilder`] (with [`DEFAULT_HTTP_SETTINGS`]), a session's streaming connection, [`SpendLimit`] |
+//! | [`provision`] | [`ClaudeProvisioner`] (content-addressed agents and environments), what it hands out and reports, the create bodies, the runtimes' [`Bootstrap`](provision::Bootstrap) |
+//! | `wire` (private) | the Managed Agents wire: [`ClaudeClient`] and [`ClaudeConfig`] (the HTTP API, its files endpoints), the event vocabulary and how a turn's events fold, the event stream's SSE decoding, the API's timestamps |
+//! | [`artifacts`] | [`ClaudeArtifacts`]: a session's files by name |
+//! | [`emulator`] | feature `emulator`: [`emulator::ClaudeEmulator`] (its server, state, routes, resources, sessions and playback in files of their own) and [`emulator::ClaudeBackend`] |
 //!
 //! ## Example
 //!
@@ -68,40 +82,32 @@
 //! ```
 
 pub mod artifacts;
-pub mod bootstrap;
-mod budget;
-mod builder;
-mod client;
 #[cfg(feature = "emulator")]
 pub mod emulator;
-// Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
-#[cfg(not(fuzzing))]
-mod events;
-#[cfg(fuzzing)]
-#[doc(hidden)]
-pub mod events;
 #[cfg(test)]
 mod parity;
 mod provider;
 pub mod provision;
-mod stream;
-mod timestamp;
-
-mod settings;
+// Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
+#[cfg(not(fuzzing))]
+mod wire;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod wire;
 
 pub use artifacts::ClaudeArtifacts;
-pub use budget::{BUDGET_REACHED, BudgetReached, SESSION_USAGE, SessionBudget};
-pub use builder::ClaudeManagedAgentsBuilder;
-pub use client::{ClaudeClient, ClaudeClientBuilder, ClaudeConfig, DEFAULT_BASE_URL};
 pub use provider::ClaudeManagedAgents;
-pub use provision::ClaudeProvisioner;
-pub use stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
+pub use provider::builder::{ClaudeManagedAgentsBuilder, DEFAULT_BASE_URL, DEFAULT_HTTP_SETTINGS};
+pub use provider::spend_limit::{SESSION_USAGE, SPEND_LIMIT_REACHED, SpendLimit, SpendLimitReached};
+pub use provision::provisioner::ClaudeProvisioner;
+pub use wire::client::{ClaudeClient, ClaudeConfig};
+pub use wire::stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
 
 /// Internals reachable only from the fuzz targets in `fuzz/` (built with `--cfg fuzzing`, as `cargo fuzz` does).
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing {
-    pub use crate::stream::{Decoded, decode as decode_frame};
+    pub use crate::wire::stream::{Decoded, decode as decode_frame};
 }
 
 // The ported upstream tests in `parity` name the crate as users do.

@@ -5,18 +5,17 @@
 
 use std::time::Duration;
 
-use managed_agents_claude::ClaudeClient;
+use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::ClaudeEmulator;
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::approval::{AllowAll, Decision, permission_fn};
 use managed_agents_core::{Session, SessionOptions, ToolKind};
 use serde_json::{Value, json};
 
-fn client(emulator: &ClaudeEmulator) -> ClaudeClient {
-    let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-    ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick).build().unwrap()
+fn provider_on(emulator: &ClaudeEmulator) -> ClaudeManagedAgents {
+    emulator.provider_builder().retry(TEST_RETRY).build().unwrap()
 }
 
 fn options(agent: String, environment: String) -> SessionOptions {
@@ -39,7 +38,7 @@ async fn confirmations_and_custom_results_of_one_turn_go_in_one_post() {
     let script = Script::new().turn(ScriptTurn::tool_calls(calls)).turn(ScriptTurn::text("Both done."));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
     let (agent, environment) = emulator.seed_agent();
-    let provider = managed_agents_claude::ClaudeManagedAgents::new(client(&emulator));
+    let provider = provider_on(&emulator);
     let (handler, seen) = recording(EchoTools);
     let result = Session::run(&provider, handler, options(agent, environment).permission(AllowAll)).await.unwrap();
     assert_eq!(result.text, "Both done.");
@@ -65,7 +64,7 @@ async fn a_denied_confirmation_reaches_the_history_with_its_message() {
         .turn(ScriptTurn::text("Skipped."));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
     let (agent, environment) = emulator.seed_agent();
-    let provider = managed_agents_claude::ClaudeManagedAgents::new(client(&emulator));
+    let provider = provider_on(&emulator);
     let deny = permission_fn(|_| async { Decision::deny("no new issues") });
     let result = Session::run(&provider, EchoTools, options(agent, environment).permission(deny)).await.unwrap();
     assert_eq!(result.text, "Skipped.");
@@ -89,13 +88,13 @@ async fn tools_allowed_by_their_policy_run_without_asking() {
         .turn(ScriptTurn::host_tool_call("b1", "read", json!({"path": "/etc/hostname"})))
         .turn(ScriptTurn::text("Read it."));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
-    let client = client(&emulator);
+    let provider = provider_on(&emulator);
+    let client = provider.client();
     let toolset = json!({"type": "agent_toolset_20260401",
         "default_config": {"enabled": true, "permission_policy": {"type": "always_allow"}}});
     let agent = client.create_agent(json!({"name": "reader", "model": "claude-sonnet-4-6", "tools": [toolset]})).await;
     let agent = agent.unwrap()["id"].as_str().unwrap().to_string();
     let (_, environment) = emulator.seed_agent();
-    let provider = managed_agents_claude::ClaudeManagedAgents::new(client);
     let never = permission_fn(|request| async move { panic!("nothing asks: {:?}", request.tool_use) });
     let result = Session::run(&provider, EchoTools, options(agent, environment).permission(never)).await.unwrap();
     assert_eq!(result.text, "Read it.");
@@ -113,7 +112,8 @@ async fn a_partial_answer_leaves_the_session_blocked_on_the_rest() {
     let script = Script::new().turn(ScriptTurn::tool_calls(calls)).turn(ScriptTurn::text("Done."));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
     let (agent, environment) = emulator.seed_agent();
-    let client = client(&emulator);
+    let provider = provider_on(&emulator);
+    let client = provider.client();
     let session = client.create_session(json!({"agent": agent, "environment_id": environment})).await.unwrap();
     let session_id = session["id"].as_str().unwrap().to_string();
     let kickoff = json!({"type": "user.message", "content": [{"type": "text", "text": "go"}]});
@@ -150,14 +150,14 @@ async fn a_confirmation_deferred_by_one_run_is_given_by_a_new_session() {
         .turn(ScriptTurn::text("Searched."));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
     let (agent, environment) = emulator.seed_agent();
-    let provider = managed_agents_claude::ClaudeManagedAgents::new(client(&emulator));
+    let provider = provider_on(&emulator);
     // The default permission defers confirmations; a synchronous run has no one to ask.
     let error = Session::run(&provider, EchoTools, options(agent.clone(), environment.clone())).await.unwrap_err();
     let managed_agents_core::Error::ApprovalRequired { requests, partial, .. } = error else { panic!("{error:?}") };
     assert_eq!(requests[0].tool_use.kind, ToolKind::Confirmation);
     assert!(emulator.log().confirmations().is_empty());
     // Another process reattaches by id: the call waiting in the history is put to its hook, which allows it.
-    let provider = managed_agents_claude::ClaudeManagedAgents::new(client(&emulator));
+    let provider = provider_on(&emulator);
     let session_id = partial.session_id.clone().unwrap();
     let opts = options(agent, environment).session_id(session_id).permission(AllowAll);
     let result = Session::run(&provider, EchoTools, opts).await.unwrap();
@@ -178,7 +178,7 @@ async fn a_stream_dropped_before_the_idle_still_gets_the_confirmation_answered_o
         .turn(ScriptTurn::text("Listed."));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
     let (agent, environment) = emulator.seed_agent();
-    let provider = managed_agents_claude::ClaudeManagedAgents::new(client(&emulator));
+    let provider = provider_on(&emulator);
     let quick = ReconnectPolicy::default().with_initial(Duration::from_millis(1)).with_jitter(0.0);
     let opts = options(agent, environment).permission(AllowAll).reconnect_policy(quick);
     let result = Session::run(&provider, EchoTools, opts).await.unwrap();

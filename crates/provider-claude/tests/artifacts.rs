@@ -1,8 +1,6 @@
 //! Claude artifacts (`ClaudeArtifacts`) against the emulator: the shared contract, outputs the agent wrote,
 //! inputs put through the interface, shadowing, downloads the service refuses, and paging.
 
-use std::time::Duration;
-
 use managed_agents_claude::artifacts::{INPUTS_DIR, NOT_DOWNLOADABLE, OUTPUTS_DIR, input_path, output_path};
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_claude::{ClaudeArtifacts, ClaudeClient, ClaudeManagedAgents};
@@ -10,16 +8,17 @@ use managed_agents_claude::{ClaudeArtifacts, ClaudeClient, ClaudeManagedAgents};
 /// The beta headers of the wire (wire-claude.md), spelt out: a changed value must show here.
 const FILES_BETA: &str = "files-api-2025-04-14";
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{Script, artifacts_contract};
 use managed_agents_core::Error;
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::artifacts::Artifacts;
 use managed_agents_core::http::{Method, StatusCode};
 use serde_json::json;
 
-/// An emulator, a client on it, and an agent and environment to open sessions with.
+/// An emulator, a provider and its client on it, and an agent and environment to open sessions with.
 struct Fixture {
     emulator: ClaudeEmulator,
+    provider: ClaudeManagedAgents,
     client: ClaudeClient,
     agent: String,
     environment: String,
@@ -27,12 +26,11 @@ struct Fixture {
 
 impl Fixture {
     async fn new(options: EmulatorOptions) -> Self {
-        let emulator = ClaudeEmulator::with_options(Script::new(), options).await.unwrap();
-        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let client =
-            ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick).build().unwrap();
+        let emulator = ClaudeEmulator::start_with(Script::new(), options).await.unwrap();
+        let provider = emulator.provider_builder().retry(TEST_RETRY).build().unwrap();
+        let client = provider.client().clone();
         let (agent, environment) = emulator.seed_agent();
-        Self { emulator, client, agent, environment }
+        Self { emulator, provider, client, agent, environment }
     }
 
     async fn paged(page_size: usize) -> Self {
@@ -284,7 +282,7 @@ async fn a_failed_attach_keeps_the_previous_input_and_discards_the_upload() {
 #[tokio::test]
 async fn the_provider_hands_out_a_session_s_artifacts_and_paths_for_prompts() {
     let fx = Fixture::paged(100).await;
-    let provider = ClaudeManagedAgents::new(fx.client.clone());
+    let provider = fx.provider.clone();
     let session = fx.session().await.session_id().to_string();
     let artifacts = provider.artifacts(session.clone());
     assert_eq!(artifacts.session_id(), session);

@@ -7,22 +7,20 @@
 //! are mounted at `/mnt/session/inputs/<name>` rather than upstream's `/data/<name>`, there is no per-call mount
 //! path, and a listing has one entry per name.
 
-use std::time::Duration;
-
 use managed_agents_claude::artifacts::{OUTPUTS_DIR, output_path};
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_claude::{ClaudeArtifacts, ClaudeClient};
+use managed_agents_claude::{ClaudeArtifacts, ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::Script;
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_core::Error;
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::artifacts::Artifacts;
 use managed_agents_core::http::StatusCode;
 use managed_agents_core::http::server::{LoopbackServer, json_response};
 use serde_json::json;
 
 fn client(base_url: String) -> ClaudeClient {
-    let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-    ClaudeClient::builder().base_url(base_url).api_key("test-key").retry(quick).build().unwrap()
+    let provider = ClaudeManagedAgents::builder().base_url(base_url).api_key("test-key").retry(TEST_RETRY).build();
+    provider.unwrap().client().clone()
 }
 
 /// An emulator with one session holding upstream's three files: `report.md` twice (`file_old` of

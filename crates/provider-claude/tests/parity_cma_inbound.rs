@@ -1,13 +1,12 @@
 //! Parity with upstream `test/conformance/cma_inbound_test.exs`: golden `session.*` event sequences
 //! (`tests/parity/cma/responses/*.json`, synthetic) replayed through the real `ClaudeManagedAgents::normalize`.
 
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
+use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_core::{Event, Provider, Terminal, ToolUse, TurnResult};
 use serde_json::{Value, json};
 
 fn provider() -> ClaudeManagedAgents {
-    let client = ClaudeClient::builder().base_url("http://127.0.0.1:9").api_key("test-key").build().unwrap();
-    ClaudeManagedAgents::new(client)
+    ClaudeManagedAgents::builder().base_url("http://127.0.0.1:9").api_key("test-key").build().unwrap()
 }
 
 fn golden(name: &str) -> Vec<Event> {

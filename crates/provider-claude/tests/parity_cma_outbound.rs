@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
+use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_core::http::StatusCode;
 use managed_agents_core::http::server::{LoopbackServer, json_response};
 use managed_agents_core::{AgentHandle, AgentSpec, EnvironmentSpec, Provider};
@@ -32,8 +32,8 @@ async fn capture_provision(spec: AgentSpec) -> Vec<(String, Value)> {
     })
     .await
     .unwrap();
-    let client = ClaudeClient::builder().base_url(server.base_url()).api_key("sk-test").build().unwrap();
-    let handle = ClaudeManagedAgents::new(client).provision(&spec, None).await.unwrap();
+    let provider = ClaudeManagedAgents::builder().base_url(server.base_url()).api_key("sk-test").build().unwrap();
+    let handle = provider.provision(&spec, None).await.unwrap();
     assert_eq!(handle, AgentHandle { agent_id: "agent_x".into(), environment_id: Some("env_x".into()) });
     captured.lock().unwrap().clone()
 }

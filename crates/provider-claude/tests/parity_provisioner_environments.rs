@@ -9,8 +9,7 @@
 mod common;
 
 use common::{Fixture, is_archived};
-use managed_agents_claude::bootstrap::{Bootstrap, MISE_HOSTS};
-use managed_agents_claude::provision::{Origin, ResourceKind};
+use managed_agents_claude::provision::{Bootstrap, MISE_HOSTS, Origin, ResourceKind};
 use managed_agents_core::http::{Method, StatusCode};
 use managed_agents_core::provision::ProvisionStore;
 use managed_agents_core::{EnvironmentSpec, Error, Networking, Runtime};

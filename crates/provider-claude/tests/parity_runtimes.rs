@@ -15,8 +15,7 @@
 mod common;
 
 use common::Fixture;
-use managed_agents_claude::bootstrap::{BASHRC_MARKER, Bootstrap, MISE_HOSTS};
-use managed_agents_claude::provision::environment_config;
+use managed_agents_claude::provision::{BASHRC_MARKER, Bootstrap, MISE_HOSTS, environment_config};
 use managed_agents_core::{EnvironmentSpec, Networking, Runtime};
 use serde_json::{Value, json};
 

@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions, MALFORMED_FRAME_MARKER};
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::http::{SseDecoder, SseFrame};
@@ -33,11 +32,11 @@ async fn run_text_turn(
     if let Some(fault) = fault {
         turn = turn.with_fault(fault);
     }
-    let emulator = ClaudeEmulator::with_options(Script::new().turn(turn), options).await.expect("emulator");
-    let client = ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").build()?;
+    let emulator = ClaudeEmulator::start_with(Script::new().turn(turn), options).await.expect("emulator");
+    let provider = emulator.provider_builder().build()?;
     let (agent, environment) = emulator.seed_agent();
     let options = SessionOptions::new().agent_id(agent).environment_id(environment).timeout(Duration::from_secs(30));
-    Session::run(&ClaudeManagedAgents::new(client), EchoTools, options).await
+    Session::run(&provider, EchoTools, options).await
 }
 
 /// sse_test.exs: "decodes a single complete frame and returns empty remainder".

@@ -5,10 +5,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::{ClaudeEmulator, RecordedRequest};
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptTurn, Scripts};
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::{Session, SessionOptions, SessionResult, tool_fn};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
@@ -16,10 +16,7 @@ use tokio::sync::Barrier;
 const DEADLINE: Duration = Duration::from_secs(30);
 
 fn provider(emulator: &ClaudeEmulator) -> Arc<ClaudeManagedAgents> {
-    let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-    let client =
-        ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick).build().unwrap();
-    Arc::new(ClaudeManagedAgents::new(client))
+    Arc::new(emulator.provider_builder().retry(TEST_RETRY).build().unwrap())
 }
 
 fn options(emulator: &ClaudeEmulator, prompt: &str) -> SessionOptions {

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_claude::provision::{ClaudeProvisioner, Origin, ResourceKind};
-use managed_agents_claude::{BudgetReached, ClaudeClient, ClaudeManagedAgents, SessionBudget};
+use managed_agents_claude::{
+    ClaudeClient, ClaudeManagedAgents, ClaudeManagedAgentsBuilder, SpendLimit, SpendLimitReached,
+};
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{Script, ScriptTurn};
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::http::{Method, StatusCode};
 use managed_agents_core::provision::{self, MemoryStore, ProvisionStore};
 use managed_agents_core::{
@@ -19,6 +21,7 @@ use serde_json::{Value, json};
 
 struct Fixture {
     emulator: ClaudeEmulator,
+    builder: ClaudeManagedAgentsBuilder,
     client: ClaudeClient,
     store: Arc<MemoryStore>,
 }
@@ -26,11 +29,10 @@ struct Fixture {
 impl Fixture {
     async fn start(script: Script, page_size: usize) -> Self {
         let options = EmulatorOptions::default().with_page_size(page_size);
-        let emulator = ClaudeEmulator::with_options(script, options).await.unwrap();
-        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let client =
-            ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick).build().unwrap();
-        Self { emulator, client, store: Arc::new(MemoryStore::new()) }
+        let emulator = ClaudeEmulator::start_with(script, options).await.unwrap();
+        let builder = emulator.provider_builder().retry(TEST_RETRY);
+        let client = builder.clone().build().unwrap().client().clone();
+        Self { emulator, builder, client, store: Arc::new(MemoryStore::new()) }
     }
 
     async fn new(page_size: usize) -> Self {
@@ -42,7 +44,7 @@ impl Fixture {
     }
 
     fn provider(&self) -> ClaudeManagedAgents {
-        ClaudeManagedAgents::with_store(self.client.clone(), self.store.clone())
+        self.builder.clone().provision_store(self.store.clone()).build().unwrap()
     }
 
     fn count(&self, method: &str, path: &str) -> usize {
@@ -383,11 +385,11 @@ async fn a_session_budget_reaches_the_wire_and_its_expiry_is_reported() {
     let script = Script::new().turn(ScriptTurn::terminated("budget_reached").with_usage(500, 20));
     let fx = Fixture::start(script, 100).await;
     let (agent, environment) = fx.emulator.seed_agent();
-    let budget = SessionBudget::usd("0.05").unwrap();
+    let budget = SpendLimit::usd("0.05").unwrap();
     let options = SessionOptions::new()
         .agent_id(agent)
         .environment_id(environment)
-        .provider_option(SessionBudget::OPTION, budget.to_value())
+        .provider_option(SpendLimit::OPTION, budget.to_value())
         .timeout(Duration::from_secs(30));
     let provider = fx.provider();
     assert!(provider.capabilities().budget);
@@ -396,8 +398,8 @@ async fn a_session_budget_reaches_the_wire_and_its_expiry_is_reported() {
     assert_eq!(create["budget"], budget.to_value());
     assert_eq!(result.terminal, Terminal::Terminated);
     assert_eq!(result.stop_reason, Some(json!({"type": "budget_reached"})));
-    let reached = BudgetReached::from_result(&result).expect("the expiry is reported");
-    assert_eq!(reached.budget, Some(budget.clone()));
+    let reached = SpendLimitReached::from_result(&result).expect("the expiry is reported");
+    assert_eq!(reached.limit, Some(budget.clone()));
     assert_eq!(reached.list_cost, Some(budget));
     assert_eq!(reached.usage.as_ref().unwrap()["output_tokens"], 20);
 
@@ -405,7 +407,7 @@ async fn a_session_budget_reaches_the_wire_and_its_expiry_is_reported() {
     let bad = SessionOptions::new()
         .agent_id(agent)
         .environment_id(environment)
-        .provider_option(SessionBudget::OPTION, json!({"dollars": 5}));
+        .provider_option(SpendLimit::OPTION, json!({"dollars": 5}));
     let error = Session::run(&provider, tool_fn(|_, _| async { Ok(String::new()) }), bad).await.unwrap_err();
     assert!(matches!(error.root(), Error::InvalidOption { option: "budget", .. }), "{error:?}");
     assert_eq!(fx.count("POST", "/v1/sessions"), 1, "an invalid budget creates nothing");
@@ -424,7 +426,7 @@ async fn the_provisioned_handle_runs_a_session_and_the_facade_reuses_then_tears_
     assert_eq!(again, handle);
     assert_eq!((fx.count("POST", "/v1/agents"), fx.count("POST", "/v1/environments")), (1, 1));
     // A second provider sharing the provisioner's store reuses both without a request.
-    let twin = ClaudeManagedAgents::with_store(fx.client.clone(), fx.store.clone());
+    let twin = fx.provider();
     assert_eq!(twin.provision(&agent_spec(), Some(&env_spec())).await.unwrap(), handle);
     assert_eq!((fx.count("POST", "/v1/agents"), fx.count("POST", "/v1/environments")), (1, 1));
 

@@ -13,8 +13,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_conformance::{Script, ScriptTurn};
-use serde_json::json;
+
+/// The example, for its script: the SDK is checked against what the example serves.
+#[path = "../examples/serve_claude_emulator.rs"]
+#[allow(dead_code)] // the example's `main`
+mod example;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs CLAUDE_SDK_PYTHON: a Python with the pinned `anthropic` SDK"]
@@ -22,14 +25,7 @@ async fn the_official_python_sdk_accepts_the_emulator() {
     let python = std::env::var("CLAUDE_SDK_PYTHON").expect("CLAUDE_SDK_PYTHON names a Python with the SDK");
     let check: PathBuf =
         [env!("CARGO_MANIFEST_DIR"), "..", "..", "tests", "sdk", "claude_sdk_check.py"].iter().collect();
-    let script = Script::new()
-        .turn(
-            ScriptTurn::tool_call("sevt_tool_weather", "get_weather", json!({"city": "Oslo"}))
-                .with_text("Let me check the weather.")
-                .with_usage(12, 7),
-        )
-        .turn(ScriptTurn::text("It is sunny in Oslo.").with_usage(20, 9));
-    let emulator = ClaudeEmulator::start(script).await.unwrap();
+    let emulator = ClaudeEmulator::start(example::script()).await.unwrap();
     let base_url = emulator.base_url();
     let output = tokio::task::spawn_blocking(move || {
         Command::new(python).arg(check).arg(base_url).env_remove("ANTHROPIC_API_KEY").output()

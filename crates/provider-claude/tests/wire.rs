@@ -8,15 +8,18 @@ use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, MAX_CONSECUTIVE_M
 
 /// The beta header of the wire (wire-claude.md), spelt out: a changed value must show here.
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
-use managed_agents_core::RetryPolicy;
 use managed_agents_core::{Error, Notification, ReconnectPolicy, Session, SessionOptions, Terminal};
 use serde_json::{Value, json};
 
+fn provider(emulator: &ClaudeEmulator) -> ClaudeManagedAgents {
+    emulator.provider_builder().retry(TEST_RETRY).build().unwrap()
+}
+
 fn client(emulator: &ClaudeEmulator) -> ClaudeClient {
-    let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-    ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick).build().unwrap()
+    provider(emulator).client().clone()
 }
 
 fn session_options(emulator: &ClaudeEmulator) -> SessionOptions {
@@ -119,8 +122,8 @@ async fn every_endpoint_sends_the_documented_request() {
 #[tokio::test]
 async fn history_is_listed_page_by_page() {
     let script = Script::new().turn(ScriptTurn::chunks(["a", "b"]).with_usage(1, 1));
-    let emulator = ClaudeEmulator::with_options(script, EmulatorOptions::default().with_page_size(2)).await.unwrap();
-    let provider = ClaudeManagedAgents::new(client(&emulator));
+    let emulator = ClaudeEmulator::start_with(script, EmulatorOptions::default().with_page_size(2)).await.unwrap();
+    let provider = provider(&emulator);
     let result = Session::run(&provider, EchoTools, session_options(&emulator)).await.unwrap();
     let session_id = result.session_id.unwrap();
     let all = provider.client().list_all_events(&session_id).await.unwrap();
@@ -137,8 +140,7 @@ async fn a_refused_post_is_retried_only_when_unprocessed() {
             .with_fault(Fault::HttpError { status: 529, retry_after: Some(Duration::from_millis(30)) }),
     );
     let emulator = ClaudeEmulator::start(script).await.unwrap();
-    let result =
-        Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, session_options(&emulator)).await;
+    let result = Session::run(&provider(&emulator), EchoTools, session_options(&emulator)).await;
     assert_eq!(result.unwrap().text, "ok");
     let posts = emulator.requests().iter().filter(|r| r.method == "POST" && r.path.ends_with("/events")).count();
     assert_eq!(posts, 2);
@@ -147,9 +149,7 @@ async fn a_refused_post_is_retried_only_when_unprocessed() {
     let script =
         Script::new().turn(ScriptTurn::text("never").with_fault(Fault::HttpError { status: 500, retry_after: None }));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
-    let error = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, failing_options(&emulator))
-        .await
-        .unwrap_err();
+    let error = Session::run(&provider(&emulator), EchoTools, failing_options(&emulator)).await.unwrap_err();
     let Error::Http { status: 500, body, .. } = error.root() else { panic!("{error:?}") };
     assert!(body.contains("injected failure"));
     let posts = emulator.requests().iter().filter(|r| r.method == "POST" && r.path.ends_with("/events")).count();
@@ -174,9 +174,7 @@ async fn an_undecodable_frame_mid_turn_is_skipped() {
         )
         .turn(ScriptTurn::text("done").with_usage(3, 2).with_fault(Fault::MalformedFrame));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
-    let result = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, failing_options(&emulator))
-        .await
-        .unwrap();
+    let result = Session::run(&provider(&emulator), EchoTools, failing_options(&emulator)).await.unwrap();
     assert_eq!((result.terminal, result.text.as_str(), result.turns), (Terminal::EndTurn, "done", 2));
     assert_eq!(posts_of_tool_results(&emulator.requests()), ["toolu_1"]);
     let streams = emulator.requests().iter().filter(|r| r.path.contains("/events/stream")).count();
@@ -194,9 +192,9 @@ async fn more_undecodable_frames_in_a_row_than_the_bound_fail_the_stream() {
     let run = |count: usize, reconnect: bool| async move {
         let script = Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame));
         let options = EmulatorOptions::default().with_malformed_frames(count);
-        let emulator = ClaudeEmulator::with_options(script, options).await.unwrap();
+        let emulator = ClaudeEmulator::start_with(script, options).await.unwrap();
         let options = session_options(&emulator).reconnect_runs(reconnect);
-        Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, options).await
+        Session::run(&provider(&emulator), EchoTools, options).await
     };
     let bound = MAX_CONSECUTIVE_MALFORMED_FRAMES as usize;
     assert_eq!(run(bound, false).await.unwrap().text, "x", "{bound} bad frames in a row are skipped");
@@ -214,14 +212,8 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     let script =
         Script::new().turn(ScriptTurn::text("late").with_fault(Fault::Stall { duration: Duration::from_secs(30) }));
     let emulator = ClaudeEmulator::start(script).await.unwrap();
-    let client = ClaudeClient::builder()
-        .base_url(emulator.base_url())
-        .api_key("k")
-        .idle_timeout(Duration::from_millis(200))
-        .build()
-        .unwrap();
-    let error =
-        Session::run(&ClaudeManagedAgents::new(client), EchoTools, failing_options(&emulator)).await.unwrap_err();
+    let provider = emulator.provider_builder().idle_timeout(Duration::from_millis(200)).build().unwrap();
+    let error = Session::run(&provider, EchoTools, failing_options(&emulator)).await.unwrap_err();
     assert!(matches!(error.root(), Error::StreamIdleTimeout { .. }), "{error:?}");
 }
 
@@ -242,7 +234,7 @@ async fn a_drop_at_every_position_posts_each_result_once() {
             let mut script = turns();
             script[dropped] = script[dropped].clone().with_fault(Fault::DropStreamAfter { events: position });
             let emulator = ClaudeEmulator::start(script.into_iter().fold(Script::new(), Script::turn)).await.unwrap();
-            let provider = Arc::new(ClaudeManagedAgents::new(client(&emulator)));
+            let provider = Arc::new(provider(&emulator));
             let quick = ReconnectPolicy::default()
                 .with_initial(Duration::from_millis(1))
                 .with_max(Duration::from_millis(5))
@@ -301,7 +293,7 @@ async fn reattaching_recovers_an_unanswered_call_then_delivers_the_prompt() {
     tokio::time::timeout(Duration::from_secs(10), waiting).await.unwrap();
     let options =
         SessionOptions::new().session_id(session_id.clone()).prompt("and now?").timeout(Duration::from_secs(30));
-    let result = Session::run(&ClaudeManagedAgents::new(client), EchoTools, options).await.unwrap();
+    let result = Session::run(&provider(&emulator), EchoTools, options).await.unwrap();
     assert_eq!(result.text, "after the prompt");
     assert_eq!(posts_of_tool_results(&emulator.requests()), ["toolu_9"]);
     let messages: Vec<Value> = emulator
@@ -318,7 +310,7 @@ async fn reattaching_recovers_an_unanswered_call_then_delivers_the_prompt() {
 async fn provisioning_creates_agent_and_environment_and_teardown_archives_both() {
     use managed_agents_core::{AgentSpec, Provider, ToolSchema};
     let emulator = ClaudeEmulator::start(Script::new()).await.unwrap();
-    let provider = ClaudeManagedAgents::new(client(&emulator));
+    let provider = provider(&emulator);
     let spec = AgentSpec::new("demo", "be brief")
         .model("anthropic:claude-sonnet-4-6")
         .tool(ToolSchema::with_string_params("lookup", "Looks up", &["key"]));
@@ -349,9 +341,7 @@ async fn provisioning_creates_agent_and_environment_and_teardown_archives_both()
 async fn an_error_frame_after_the_200_is_a_typed_error() {
     let fault = Fault::StreamException { kind: "overloaded_error".into(), message: "Overloaded".into() };
     let emulator = ClaudeEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(fault))).await.unwrap();
-    let error = Session::run(&ClaudeManagedAgents::new(client(&emulator)), EchoTools, failing_options(&emulator))
-        .await
-        .unwrap_err();
+    let error = Session::run(&provider(&emulator), EchoTools, failing_options(&emulator)).await.unwrap_err();
     let Error::Provider { kind, message, retryable, .. } = error.root() else { panic!("{error:?}") };
     assert_eq!((kind.as_deref(), message.as_str(), *retryable), (Some("overloaded_error"), "Overloaded", true));
 }
@@ -389,7 +379,7 @@ async fn the_emulator_answers_as_the_sdks_expect() {
     let updated = client.update_agent(agent["id"].as_str().unwrap(), json!({"version": 1, "system": "s"})).await;
     assert_eq!(updated.unwrap()["version"], 2);
 
-    let provider = ClaudeManagedAgents::new(client.clone());
+    let provider = provider(&emulator);
     let result = Session::run(&provider, EchoTools, session_options(&emulator)).await.unwrap();
     let session_id = result.session_id.unwrap();
     let session = client.get_session(&session_id).await.unwrap();

@@ -7,16 +7,30 @@
 //! * [`Local`]: the provider (streaming or not, retries with `retry-after`, tool-call assembly robust to
 //!   servers that omit `index` or repeat ids, transcript for reattach, weak-model [`GuardSettings`]).
 //!   [`Local::builder`] takes only what it is given; [`Local::from_env`] (or [`LocalBuilder::from_env`], to
-//!   override part of it) reads `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL`. Every setting is
-//!   checked by `build()`: a bad one is an error there, never a panic later.
+//!   override part of it) reads `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL`. The HTTP settings start
+//!   from [`DEFAULT_HTTP_SETTINGS`]. Every setting is checked by `build()`: a bad one is an error there, never a
+//!   panic later.
 //! * Resuming: a session opened with a previous transcript (`SessionOptions::history`, with the same
 //!   `SessionOptions::session_id` so a tool ledger recognises the calls) whose last assistant message has calls
 //!   without tool messages — a run that stopped for an approval, or a worker that died mid-batch — runs those
 //!   calls first (answering from the ledger the ones it recorded), then sends the prompt. Calls left open when a
 //!   new message is sent without resuming are closed as "not run".
-//! * [`ChatBackend`]: the seam to put any other client behind it; [`HttpChat`] is the built-in hyper one.
-//! * `emulator` feature: [`emulator::ChatEmulator`], an OpenAI-compatible server on loopback that plays a
+//! * [`ChatBackend`]: the seam to put any other client behind the provider ([`LocalBuilder::chat_backend`]),
+//!   taking a [`ChatRequest`] and answering a [`ChatResponse`]; the built-in client speaks HTTP with hyper.
+//! * `emulator` feature: [`emulator::LocalEmulator`], an OpenAI-compatible server on loopback that plays a
 //!   conformance script, and [`emulator::LocalBackend`] to run the conformance suite.
+//!
+//! ## The crate's rooms
+//!
+//! The same rooms as every provider crate of managed-agents:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `provider` | [`Local`] and its `Provider` impl, [`LocalBuilder`], the agent loop of a connection, the weak-model guards |
+//! | `provision` | provisioning: agent definitions registered in process, under `<name>_<digest8>` |
+//! | `wire` (private) | the OpenAI chat-completions wire: the chat seam's types, the built-in HTTP client, the assembly of a streamed completion, the provider's events and their interpretation |
+//! | `artifacts` | [`DirectoryArtifacts`]: session artifacts in a directory |
+//! | [`emulator`] | feature `emulator`: [`emulator::LocalEmulator`] (its route, conversations, playback and wire encoding) and [`emulator::LocalBackend`] |
 //!
 //! ## Example
 //!
@@ -28,10 +42,10 @@
 //! # async fn main() -> Result<(), managed_agents_core::Error> {
 //! use managed_agents_conformance::{Script, ScriptTurn};
 //! use managed_agents_core::{Session, SessionOptions, ToolSchema, tool_fn};
-//! use managed_agents_local::{Local, emulator::ChatEmulator};
+//! use managed_agents_local::{Local, emulator::LocalEmulator};
 //! use serde_json::json;
 //!
-//! let emulator = ChatEmulator::start(
+//! let emulator = LocalEmulator::start(
 //!     Script::new()
 //!         .turn(ScriptTurn::tool_call("call_1", "add", json!({"a": 2, "b": 3})))
 //!         .turn(ScriptTurn::text("2 + 3 = 5")),
@@ -55,12 +69,10 @@
 //! ```
 
 mod artifacts;
-mod assemble;
-mod chat;
 #[cfg(feature = "emulator")]
 pub mod emulator;
-mod guards;
 mod provider;
+mod provision;
 // Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
 #[cfg(not(fuzzing))]
 mod wire;
@@ -68,10 +80,8 @@ mod wire;
 #[doc(hidden)]
 pub mod wire;
 
-mod settings;
-
 pub use artifacts::DirectoryArtifacts;
-pub use assemble::ChunkAssembler;
-pub use chat::{ChatBackend, ChatRequest, ChatResponse, HttpChat, HttpChatConfig, parse_completion};
-pub use guards::{DUPLICATE_DIRECTIVE, GuardSettings};
-pub use provider::{DEFAULT_BASE_URL, Local, LocalBuilder};
+pub use provider::Local;
+pub use provider::builder::{DEFAULT_BASE_URL, DEFAULT_HTTP_SETTINGS, LocalBuilder};
+pub use provider::guards::{DUPLICATE_DIRECTIVE, GuardSettings};
+pub use wire::chat::{ChatBackend, ChatRequest, ChatResponse};

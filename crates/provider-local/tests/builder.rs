@@ -8,9 +8,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use managed_agents_conformance::{Script, ScriptTurn};
-use managed_agents_core::{Error, NoTools, RetryPolicy, Session, SessionOptions};
-use managed_agents_local::emulator::ChatEmulator;
-use managed_agents_local::{DEFAULT_BASE_URL, Local, LocalBuilder};
+use managed_agents_core::{Error, HttpOptions, NoTools, RetryPolicy, Session, SessionOptions};
+use managed_agents_local::emulator::LocalEmulator;
+use managed_agents_local::{DEFAULT_BASE_URL, DEFAULT_HTTP_SETTINGS, Local, LocalBuilder};
 
 /// Set in the child only.
 const CHILD: &str = "MANAGED_AGENTS_LOCAL_BUILDER_CHILD";
@@ -89,6 +89,28 @@ fn build_refuses_settings_that_could_misbehave_later() {
 }
 
 #[test]
+fn the_http_settings_start_from_the_defaults_and_are_checked_as_one() {
+    assert_eq!(DEFAULT_HTTP_SETTINGS.request_timeout, Duration::from_secs(600));
+    assert_eq!(DEFAULT_HTTP_SETTINGS.idle_timeout, Duration::from_secs(300));
+    assert!(DEFAULT_HTTP_SETTINGS.validate().is_ok());
+    let base = || Local::builder().model("m");
+    assert_eq!(invalid(base().http_settings(DEFAULT_HTTP_SETTINGS.idle_timeout(Duration::ZERO))), "idle_timeout");
+    assert_eq!(invalid(base().http_options(HttpOptions::new().connect_timeout(Duration::ZERO))), "http_options");
+    assert!(base().http_settings(DEFAULT_HTTP_SETTINGS.retry(RetryPolicy::none())).build().is_ok());
+}
+
+#[test]
+fn the_builder_clones_and_its_debug_shows_no_secret() {
+    let builder = Local::builder().model("m").api_key("sk-builder-secret").header("x-gateway", "header-secret");
+    let debug = format!("{:?}", builder.clone());
+    assert!(!debug.contains("sk-builder-secret") && !debug.contains("header-secret"), "{debug}");
+    assert!(debug.contains("x-gateway") && debug.contains("\"m\""), "{debug}");
+    let clone = builder.clone().model("other");
+    assert_eq!(builder.build().unwrap().model(), "m", "a clone's changes stay its own");
+    assert_eq!(clone.build().unwrap().model(), "other");
+}
+
+#[test]
 fn the_secret_stays_out_of_errors() {
     let Err(error) = Local::builder().model("m").api_key("sk-secret\n").build() else { panic!("accepted") };
     assert!(!format!("{error} {error:?}").contains("sk-secret"), "{error:?}");
@@ -113,7 +135,7 @@ async fn huge_durations_and_extreme_policies_are_accepted_and_do_not_panic() {
     assert_eq!(provider.model(), "m");
 
     // And a run with no limit at all works.
-    let emulator = ChatEmulator::start(Script::new().turn(ScriptTurn::text("fine"))).await.expect("emulator");
+    let emulator = LocalEmulator::start(Script::new().turn(ScriptTurn::text("fine"))).await.expect("emulator");
     let provider = Local::builder()
         .model("emulated")
         .base_url(emulator.base_url())

@@ -1,64 +1,28 @@
 //! Parity with upstream `test/req_managed_agents/providers/local_test.exs` (L-1 … L-17).
 //!
 //! Upstream injects a `chat_fun`; here the same seam is a `ChatBackend` given to `Local::builder()`. The scripted
-//! backend below answers with raw chat completions (parsed by the public `parse_completion`) and records every
-//! request. Cases open a connection and poll it, as upstream did, or run a whole session.
+//! backend (`support::Scripted`) answers with raw chat completions and records every request. Cases open a
+//! connection and poll it, as upstream did, or run a whole session.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+mod support;
+
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use managed_agents_core::{
-    AgentHandle, AgentSpec, Error, Event, LiveEvents, OpenConnection, OpenRequest, Outcome, Provider,
-    RequestResponseConnection, Session, SessionOptions, Terminal, ToolResult, ToolSchema, ToolUse, TurnInput, tool_fn,
+    AgentHandle, AgentSpec, Error, Event, LiveEvents, Outcome, Provider, Session, SessionOptions, Terminal, ToolResult,
+    ToolSchema, ToolUse, TurnInput, tool_fn,
 };
-use managed_agents_local::{ChatBackend, ChatRequest, ChatResponse, Local, parse_completion};
+use managed_agents_local::{ChatBackend, Local};
 use serde_json::{Value, json};
-
-/// Answers each call with the next scripted completion (or error) and records the requests.
-#[derive(Default)]
-struct Scripted {
-    answers: Mutex<VecDeque<Result<Value, Error>>>,
-    requests: Mutex<Vec<ChatRequest>>,
-}
-
-impl Scripted {
-    fn new(answers: Vec<Result<Value, Error>>) -> Arc<Self> {
-        Arc::new(Self { answers: Mutex::new(answers.into()), requests: Mutex::default() })
-    }
-
-    fn requests(&self) -> Vec<ChatRequest> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl ChatBackend for Scripted {
-    async fn complete(&self, request: ChatRequest, _live: &LiveEvents) -> Result<ChatResponse, Error> {
-        self.requests.lock().unwrap().push(request);
-        let answer = self.answers.lock().unwrap().pop_front().expect("the script has no more answers");
-        parse_completion(answer?)
-    }
-}
+use support::{Scripted, open, text_completion, tool_call_completion};
 
 fn text(content: &str) -> Result<Value, Error> {
-    Ok(json!({
-        "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-    }))
+    Ok(text_completion(content, (10, 5)))
 }
 
 fn tool_call(id: &str, name: &str, arguments: &str) -> Result<Value, Error> {
-    Ok(json!({
-        "choices": [{
-            "message": {"role": "assistant", "content": null, "tool_calls": [
-                {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
-            ]},
-            "finish_reason": "tool_calls"
-        }],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 8}
-    }))
+    Ok(tool_call_completion(id, name, arguments, (20, 8)))
 }
 
 fn local(chat: &Arc<Scripted>) -> Local {
@@ -69,15 +33,6 @@ fn local(chat: &Arc<Scripted>) -> Local {
         .chat_backend(Arc::clone(chat) as Arc<dyn ChatBackend>)
         .build()
         .unwrap()
-}
-
-async fn open(provider: &Local, max_turns: Option<u32>) -> Box<dyn RequestResponseConnection> {
-    let mut request = OpenRequest::default();
-    request.max_turns = max_turns;
-    match provider.open(request).await.unwrap() {
-        OpenConnection::RequestResponse(connection) => connection,
-        _ => panic!("Local connections are request/response"),
-    }
 }
 
 fn kickoff(prompt: &str) -> TurnInput {

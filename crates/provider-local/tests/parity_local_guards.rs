@@ -1,63 +1,26 @@
 //! Parity with upstream `test/req_managed_agents/providers/local_guards_test.exs` (the Local loop guards:
 //! duplicate calls, correctives after repeated errors, the final-turn directive) and its full-session case.
 //!
-//! The chat seam is a scripted `ChatBackend` (upstream: an injected `chat_fun`).
+//! The chat seam is a scripted `ChatBackend` (`support::Scripted`; upstream: an injected `chat_fun`).
 
-use std::collections::VecDeque;
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use managed_agents_core::{
-    Error, Event, LiveEvents, OpenConnection, OpenRequest, Provider, RequestResponseConnection, Session,
-    SessionOptions, Terminal, ToolResult, ToolSchema, ToolUse, TurnInput, tool_fn,
+    Event, LiveEvents, Provider, Session, SessionOptions, Terminal, ToolResult, ToolSchema, ToolUse, TurnInput, tool_fn,
 };
-use managed_agents_local::{
-    ChatBackend, ChatRequest, ChatResponse, DUPLICATE_DIRECTIVE, GuardSettings, Local, parse_completion,
-};
+use managed_agents_local::{ChatBackend, DUPLICATE_DIRECTIVE, GuardSettings, Local};
 use serde_json::{Value, json};
-
-#[derive(Default)]
-struct Scripted {
-    answers: Mutex<VecDeque<Value>>,
-    requests: Mutex<Vec<ChatRequest>>,
-}
-
-impl Scripted {
-    fn new(answers: Vec<Value>) -> Arc<Self> {
-        Arc::new(Self { answers: Mutex::new(answers.into()), requests: Mutex::default() })
-    }
-
-    fn requests(&self) -> Vec<ChatRequest> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl ChatBackend for Scripted {
-    async fn complete(&self, request: ChatRequest, _live: &LiveEvents) -> Result<ChatResponse, Error> {
-        self.requests.lock().unwrap().push(request);
-        parse_completion(self.answers.lock().unwrap().pop_front().expect("the script has no more answers"))
-    }
-}
+use support::{Scripted, open, text_completion, tool_call_completion};
 
 fn text(content: &str) -> Value {
-    json!({
-        "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1}
-    })
+    text_completion(content, (1, 1))
 }
 
 fn tool_call(id: &str, arguments: &str) -> Value {
-    json!({
-        "choices": [{
-            "message": {"role": "assistant", "content": null, "tool_calls": [
-                {"id": id, "type": "function", "function": {"name": "lookup", "arguments": arguments}}
-            ]},
-            "finish_reason": "tool_calls"
-        }],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1}
-    })
+    tool_call_completion(id, "lookup", arguments, (1, 1))
 }
 
 fn local(chat: &Arc<Scripted>) -> Local {
@@ -69,15 +32,6 @@ fn local(chat: &Arc<Scripted>) -> Local {
         .chat_backend(Arc::clone(chat) as Arc<dyn ChatBackend>)
         .build()
         .unwrap()
-}
-
-async fn open(provider: &Local, max_turns: Option<u32>) -> Box<dyn RequestResponseConnection> {
-    let mut request = OpenRequest::default();
-    request.max_turns = max_turns;
-    match provider.open(request).await.unwrap() {
-        OpenConnection::RequestResponse(connection) => connection,
-        _ => panic!("Local connections are request/response"),
-    }
 }
 
 fn kickoff() -> TurnInput {
@@ -99,7 +53,7 @@ fn directives<'a>(events: &'a [Event], role: &str) -> Vec<&'a Event> {
 /// ends with the model's next answer. Both never re-run the tool and put the same self-answer in the history.
 #[tokio::test]
 async fn a_repeated_call_is_answered_from_the_history() {
-    let chat = Scripted::new(vec![tool_call("c1", "{\"q\":1}"), tool_call("c2", "{\"q\":1}"), text("done")]);
+    let chat = Scripted::answering(vec![tool_call("c1", "{\"q\":1}"), tool_call("c2", "{\"q\":1}"), text("done")]);
     let provider = local(&chat);
     let mut connection = open(&provider, None).await;
     let first = connection.poll_turn(kickoff(), LiveEvents::discard()).await.unwrap();
@@ -122,7 +76,7 @@ async fn a_repeated_call_is_answered_from_the_history() {
 /// local_guards_test.exs: "two consecutive errors from the same tool inject the corrective directive".
 #[tokio::test]
 async fn two_consecutive_errors_inject_a_corrective() {
-    let chat = Scripted::new(vec![tool_call("c1", "{\"q\":1}"), tool_call("c2", "{\"q\":2}"), text("gave up")]);
+    let chat = Scripted::answering(vec![tool_call("c1", "{\"q\":1}"), tool_call("c2", "{\"q\":2}"), text("gave up")]);
     let provider = local(&chat);
     let mut connection = open(&provider, None).await;
     connection.poll_turn(kickoff(), LiveEvents::discard()).await.unwrap();
@@ -143,7 +97,7 @@ async fn two_consecutive_errors_inject_a_corrective() {
 /// local_guards_test.exs: "a success resets the tool's consecutive-error count".
 #[tokio::test]
 async fn a_success_resets_the_error_streak() {
-    let chat = Scripted::new(vec![
+    let chat = Scripted::answering(vec![
         tool_call("c1", "{\"q\":1}"),
         tool_call("c2", "{\"q\":2}"),
         tool_call("c3", "{\"q\":3}"),
@@ -162,7 +116,7 @@ async fn a_success_resets_the_error_streak() {
 /// local_guards_test.exs: "the last allowed poll injects the final-turn directive".
 #[tokio::test]
 async fn the_last_allowed_call_gets_the_final_turn_directive() {
-    let chat = Scripted::new(vec![tool_call("c1", "{}"), text("final answer")]);
+    let chat = Scripted::answering(vec![tool_call("c1", "{}"), text("final answer")]);
     let provider = local(&chat);
     let mut connection = open(&provider, Some(2)).await;
     let first = connection.poll_turn(kickoff(), LiveEvents::discard()).await.unwrap();
@@ -188,7 +142,7 @@ async fn the_last_allowed_call_gets_the_final_turn_directive() {
 /// local_guards_test.exs: "full Session.run: kickoff → tool → resume → end_turn through Local".
 #[tokio::test]
 async fn a_full_session_through_local() {
-    let chat = Scripted::new(vec![tool_call("c1", "{\"q\":\"x\"}"), text("the answer")]);
+    let chat = Scripted::answering(vec![tool_call("c1", "{\"q\":\"x\"}"), text("the answer")]);
     let provider = local(&chat);
     let ran: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
     let log = Arc::clone(&ran);

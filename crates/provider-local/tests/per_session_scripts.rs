@@ -9,12 +9,12 @@ use std::time::Duration;
 use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptTurn, Scripts};
 use managed_agents_core::{Error, Session, SessionOptions, tool_fn};
 use managed_agents_local::Local;
-use managed_agents_local::emulator::{ChatEmulator, conversation_key};
+use managed_agents_local::emulator::{LocalEmulator, conversation_key};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 
-fn provider(emulator: &ChatEmulator) -> Local {
-    Local::builder().base_url(emulator.base_url()).model("emulated").build().unwrap()
+fn provider(emulator: &LocalEmulator) -> Local {
+    emulator.provider_builder().build().unwrap()
 }
 
 fn options(prompt: &str) -> SessionOptions {
@@ -48,7 +48,7 @@ async fn concurrent_conversations_each_play_their_own_script() {
             .turn(ScriptTurn::tool_call(format!("call_{who}"), "gate", told))
             .turn(ScriptTurn::text(format!("done {who}")))
     });
-    let emulator = ChatEmulator::start(scripts).await.unwrap();
+    let emulator = LocalEmulator::start(scripts).await.unwrap();
     let provider = provider(&emulator);
     // The tool returns only once both conversations are in it: each is mid-script before either finishes.
     let barrier = Arc::new(Barrier::new(2));
@@ -90,7 +90,7 @@ async fn each_conversation_meets_its_own_injected_http_error_once() {
     let refused = ScriptTurn::text("after a refusal")
         .with_fault(Fault::HttpError { status: 503, retry_after: Some(Duration::from_millis(1)) });
     let emulator =
-        ChatEmulator::start(Scripts::per_session(move |_| Script::new().turn(refused.clone()))).await.unwrap();
+        LocalEmulator::start(Scripts::per_session(move |_| Script::new().turn(refused.clone()))).await.unwrap();
     let provider = provider(&emulator);
     let echo = tool_fn(|_, _| async { Ok(String::new()) });
     let (one, two) = tokio::join!(
@@ -109,7 +109,7 @@ async fn a_spent_script_counts_only_its_own_conversations_turns() {
         Some("done") => Script::new().turn(ScriptTurn::text("done")),
         _ => Script::new().turn(ScriptTurn::tool_call("call_1", "lookup", json!({}))),
     });
-    let emulator = ChatEmulator::start(scripts).await.unwrap();
+    let emulator = LocalEmulator::start(scripts).await.unwrap();
     let provider = provider(&emulator);
     let echo = tool_fn(|_, _| async { Ok(String::new()) });
     assert_eq!(Session::run(&provider, echo.clone(), options("done")).await.unwrap().text, "done");
@@ -137,7 +137,7 @@ fn the_conversation_key_follows_the_opening_messages_only() {
 #[tokio::test]
 async fn a_shared_script_hands_its_turns_to_whichever_conversation_asks() {
     let script = Script::new().turn(ScriptTurn::text("first")).turn(ScriptTurn::text("second"));
-    let emulator = ChatEmulator::start(script).await.unwrap();
+    let emulator = LocalEmulator::start(script).await.unwrap();
     let provider = provider(&emulator);
     let echo = tool_fn(|_, _| async { Ok(String::new()) });
     let one = Session::run(&provider, echo.clone(), options("one")).await.unwrap();

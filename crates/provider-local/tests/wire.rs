@@ -1,64 +1,29 @@
 //! The Local provider against its emulator: stream assembly, retries, faults, guards, reattach.
 
+mod support;
+
 use std::time::Duration;
 
 use managed_agents_conformance::support::EchoTools;
-use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptToolCall, ScriptTurn};
+use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptTurn};
 use managed_agents_core::RetryPolicy;
-use managed_agents_core::http::SseDecoder;
 use managed_agents_core::{Error, Session, SessionOptions, TerminalReason, tool_fn};
-use managed_agents_local::emulator::{ChatEmulator, chunks};
-use managed_agents_local::{ChunkAssembler, GuardSettings, Local};
-use serde_json::{Value, json};
+use managed_agents_local::emulator::LocalEmulator;
+use managed_agents_local::{GuardSettings, Local};
+use serde_json::json;
+use support::Scripted;
 
-fn provider(emulator: &ChatEmulator) -> managed_agents_local::LocalBuilder {
-    Local::builder().base_url(emulator.base_url()).model("emulated")
+fn provider(emulator: &LocalEmulator) -> managed_agents_local::LocalBuilder {
+    emulator.provider_builder()
 }
 
 fn options() -> SessionOptions {
     SessionOptions::new().timeout(Duration::from_secs(30))
 }
 
-/// Decodes an SSE byte stream split into `parts` and assembles the chunks.
-fn assemble(parts: &[&[u8]]) -> Value {
-    let mut decoder = SseDecoder::new();
-    let mut frames = Vec::new();
-    for part in parts {
-        decoder.push(part, &mut frames);
-    }
-    let mut assembler = ChunkAssembler::new();
-    for frame in frames.iter().filter(|f| f.data != "[DONE]") {
-        assembler.push(&serde_json::from_str(&frame.data).unwrap());
-    }
-    assembler.finish().0
-}
-
-#[test]
-fn streamed_tool_calls_assemble_the_same_at_every_byte_boundary() {
-    let turn = ScriptTurn::tool_calls([
-        ScriptToolCall::new("call_a", "search", json!({"query": "déjà vu", "limit": 3})),
-        ScriptToolCall::new("call_b", "fetch", json!({"url": "https://example.com/a?b=c"})),
-    ])
-    .with_text("Looking…");
-    let stream: Vec<u8> = chunks(&turn, "id", &json!("m"), true)
-        .iter()
-        .flat_map(|c| format!("data: {c}\r\n\r\n").into_bytes())
-        .chain(b"data: [DONE]\r\n\r\n".iter().copied())
-        .collect();
-    let whole = assemble(&[&stream]);
-    assert_eq!(whole["content"], "Looking…");
-    assert_eq!(whole["tool_calls"][0]["function"]["arguments"], json!({"query": "déjà vu", "limit": 3}).to_string());
-    assert_eq!(whole["tool_calls"][1]["id"], "call_b");
-    for cut in 0..=stream.len() {
-        assert_eq!(assemble(&[&stream[..cut], &stream[cut..]]), whole, "split at byte {cut}");
-    }
-    let bytewise: Vec<&[u8]> = stream.chunks(1).collect();
-    assert_eq!(assemble(&bytewise), whole);
-}
-
 #[tokio::test]
 async fn retry_after_is_honoured() {
-    let emulator = ChatEmulator::start(
+    let emulator = LocalEmulator::start(
         Script::new().turn(
             ScriptTurn::text("finally")
                 .with_fault(Fault::HttpError { status: 429, retry_after: Some(Duration::from_millis(250)) }),
@@ -79,7 +44,7 @@ async fn retry_after_is_honoured() {
 #[tokio::test]
 async fn server_errors_are_retried_and_client_errors_are_typed_with_their_body() {
     let fast = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(20));
-    let emulator = ChatEmulator::start(
+    let emulator = LocalEmulator::start(
         Script::new().turn(ScriptTurn::text("ok").with_fault(Fault::HttpError { status: 503, retry_after: None })),
     )
     .await
@@ -88,7 +53,7 @@ async fn server_errors_are_retried_and_client_errors_are_typed_with_their_body()
     assert_eq!(result.text, "ok");
     assert_eq!(emulator.arrivals().len(), 2);
 
-    let emulator = ChatEmulator::start(
+    let emulator = LocalEmulator::start(
         Script::new().turn(ScriptTurn::text("never").with_fault(Fault::HttpError { status: 400, retry_after: None })),
     )
     .await
@@ -102,7 +67,7 @@ async fn server_errors_are_retried_and_client_errors_are_typed_with_their_body()
 
 #[tokio::test]
 async fn a_stream_that_breaks_midway_is_a_typed_error_and_is_not_retried() {
-    let emulator = ChatEmulator::start(
+    let emulator = LocalEmulator::start(
         Script::new().turn(ScriptTurn::chunks(["a", "b", "c"]).with_fault(Fault::DropStreamAfter { events: 2 })),
     )
     .await
@@ -114,8 +79,9 @@ async fn a_stream_that_breaks_midway_is_a_typed_error_and_is_not_retried() {
 
 #[tokio::test]
 async fn a_malformed_chunk_is_a_typed_error_keeping_the_raw_data() {
-    let emulator =
-        ChatEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame))).await.unwrap();
+    let emulator = LocalEmulator::start(Script::new().turn(ScriptTurn::text("x").with_fault(Fault::MalformedFrame)))
+        .await
+        .unwrap();
     let error = Session::run(&provider(&emulator).build().unwrap(), EchoTools, options()).await.unwrap_err();
     let Error::Malformed { raw, .. } = error.root() else { panic!("{error:?}") };
     assert!(raw.contains("oops"), "{raw}");
@@ -123,7 +89,7 @@ async fn a_malformed_chunk_is_a_typed_error_keeping_the_raw_data() {
 
 #[tokio::test]
 async fn a_stalled_stream_hits_the_idle_timeout() {
-    let emulator = ChatEmulator::start(
+    let emulator = LocalEmulator::start(
         Script::new().turn(ScriptTurn::text("late").with_fault(Fault::Stall { duration: Duration::from_secs(30) })),
     )
     .await
@@ -140,7 +106,7 @@ async fn a_repeated_call_is_answered_from_history_and_the_loop_goes_on() {
         .turn(call())
         .turn(ScriptTurn::tool_call("call_2", "lookup", json!({"key": "a"})))
         .turn(ScriptTurn::text("done"));
-    let emulator = ChatEmulator::start(script).await.unwrap();
+    let emulator = LocalEmulator::start(script).await.unwrap();
     let (handler, seen) = managed_agents_conformance::support::recording(EchoTools);
     let result = Session::run(&provider(&emulator).build().unwrap(), handler, options()).await.unwrap();
     assert_eq!(result.terminal_reason, TerminalReason::Completed);
@@ -161,7 +127,7 @@ async fn repeated_tool_errors_bring_a_corrective_and_the_last_call_a_final_turn_
         .turn(ScriptTurn::tool_call("c1", "flaky", json!({"n": 1})))
         .turn(ScriptTurn::tool_call("c2", "flaky", json!({"n": 2})))
         .turn(ScriptTurn::text("gave up"));
-    let emulator = ChatEmulator::start(script).await.unwrap();
+    let emulator = LocalEmulator::start(script).await.unwrap();
     let guards = GuardSettings::default().with_max_turns(3).with_terminal_tool("submit");
     let provider = provider(&emulator).guards(guards).build().unwrap();
     let failing = tool_fn(|_, _| async { Err("backend down".into()) });
@@ -178,7 +144,7 @@ async fn repeated_tool_errors_bring_a_corrective_and_the_last_call_a_final_turn_
 #[tokio::test]
 async fn a_transcript_reattaches_with_its_system_prompt() {
     let emulator =
-        ChatEmulator::start(Script::new().turn(ScriptTurn::text("one")).turn(ScriptTurn::text("two"))).await.unwrap();
+        LocalEmulator::start(Script::new().turn(ScriptTurn::text("one")).turn(ScriptTurn::text("two"))).await.unwrap();
     let provider = provider(&emulator).system_prompt("You are terse.").build().unwrap();
     let first = Session::run(&provider, EchoTools, options().prompt("hi")).await.unwrap();
     let transcript = first.transcript.unwrap();
@@ -193,7 +159,7 @@ async fn a_transcript_reattaches_with_its_system_prompt() {
 
 #[tokio::test]
 async fn the_api_key_is_sent_as_a_bearer_token_and_never_printed() {
-    let emulator = ChatEmulator::start(Script::new().turn(ScriptTurn::text("ok"))).await.unwrap();
+    let emulator = LocalEmulator::start(Script::new().turn(ScriptTurn::text("ok"))).await.unwrap();
     let provider = provider(&emulator).api_key("sk-test-secret").header("x-team", "search").build().unwrap();
     Session::run(&provider, EchoTools, options()).await.unwrap();
     let headers = &emulator.request_headers()[0];
@@ -207,8 +173,8 @@ async fn the_api_key_is_sent_as_a_bearer_token_and_never_printed() {
 
 #[tokio::test]
 async fn tools_go_out_in_the_openai_function_shape_and_a_run_can_pick_its_endpoint_and_model() {
-    let default = ChatEmulator::start(Script::new()).await.unwrap();
-    let lane = ChatEmulator::start(Script::new().turn(ScriptTurn::text("from the lane"))).await.unwrap();
+    let default = LocalEmulator::start(Script::new()).await.unwrap();
+    let lane = LocalEmulator::start(Script::new().turn(ScriptTurn::text("from the lane"))).await.unwrap();
     let tool = managed_agents_core::ToolSchema::with_string_params("get_weather", "Weather for a city", &["city"]);
     let provider = provider(&default).tool(tool).build().unwrap();
     let run = options()
@@ -230,22 +196,6 @@ async fn tools_go_out_in_the_openai_function_shape_and_a_run_can_pick_its_endpoi
     assert_eq!(lane.request_headers()[0]["authorization"], "Bearer sk-lane");
 }
 
-/// A chat backend that needs no network: it answers every call from a queue.
-struct Canned(std::sync::Mutex<Vec<Value>>);
-
-#[managed_agents_conformance::async_trait]
-impl managed_agents_local::ChatBackend for Canned {
-    async fn complete(
-        &self,
-        request: managed_agents_local::ChatRequest,
-        _live: &managed_agents_core::LiveEvents,
-    ) -> Result<managed_agents_local::ChatResponse, Error> {
-        assert!(!request.messages.is_empty());
-        let next = self.0.lock().unwrap().remove(0);
-        managed_agents_local::parse_completion(next)
-    }
-}
-
 #[tokio::test]
 async fn any_client_can_sit_behind_the_chat_seam() {
     let answers = vec![
@@ -254,22 +204,14 @@ async fn any_client_can_sit_behind_the_chat_seam() {
             "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}),
         json!({"choices": [{"message": {"role": "assistant", "content": "echoed"}, "finish_reason": "stop"}]}),
     ];
-    let provider = Local::builder()
-        .model("canned")
-        .chat_backend(std::sync::Arc::new(Canned(std::sync::Mutex::new(answers))))
-        .build()
-        .unwrap();
+    // A chat backend that needs no network: it answers every call from a queue.
+    let canned = Scripted::answering(answers);
+    let provider = Local::builder().model("canned").chat_backend(canned.clone()).build().unwrap();
     let result = Session::run(&provider, EchoTools, options()).await.unwrap();
+    assert!(canned.requests().iter().all(|request| !request.messages.is_empty()));
     assert_eq!(result.text, "echoed");
     assert_eq!(result.custom_tool_uses[0].input, json!({"x": 1}), "object arguments are accepted too");
     assert_eq!(result.usage.input_tokens, 5);
-}
-
-#[test]
-fn a_completion_without_a_message_is_malformed_and_keeps_the_body() {
-    let error = managed_agents_local::parse_completion(json!({"choices": []})).unwrap_err();
-    let Error::Malformed { raw, .. } = error else { panic!("{error:?}") };
-    assert!(raw.contains("choices"));
 }
 
 #[tokio::test]
@@ -278,7 +220,7 @@ async fn a_request_that_ends_between_call_and_result_leaves_a_valid_history() {
         .turn(ScriptTurn::tool_call("c1", "step", json!({"n": 1})))
         .turn(ScriptTurn::tool_call("c2", "step", json!({"n": 2})))
         .turn(ScriptTurn::text("fresh start"));
-    let emulator = ChatEmulator::start(script).await.unwrap();
+    let emulator = LocalEmulator::start(script).await.unwrap();
     let provider = std::sync::Arc::new(provider(&emulator).build().unwrap());
     let mut session = Session::start(provider, EchoTools, options().max_turns(1)).await.unwrap();
     let error = session.next_result().await.unwrap_err();
@@ -292,24 +234,6 @@ async fn a_request_that_ends_between_call_and_result_leaves_a_valid_history() {
     session.close().await;
 }
 
-/// Records every request it answers, answering from a queue.
-struct Recorded {
-    answers: std::sync::Mutex<Vec<Value>>,
-    seen: std::sync::Mutex<Vec<Value>>,
-}
-
-#[managed_agents_conformance::async_trait]
-impl managed_agents_local::ChatBackend for Recorded {
-    async fn complete(
-        &self,
-        request: managed_agents_local::ChatRequest,
-        _live: &managed_agents_core::LiveEvents,
-    ) -> Result<managed_agents_local::ChatResponse, Error> {
-        self.seen.lock().unwrap().push(json!({"messages": request.messages}));
-        managed_agents_local::parse_completion(self.answers.lock().unwrap().remove(0))
-    }
-}
-
 #[tokio::test]
 async fn calls_without_ids_and_with_extra_fields_go_back_clean() {
     let answers = vec![
@@ -318,11 +242,12 @@ async fn calls_without_ids_and_with_extra_fields_go_back_clean() {
             "finish_reason": "tool_calls"}]}),
         json!({"choices": [{"message": {"role": "assistant", "content": null}, "finish_reason": "stop"}]}),
     ];
-    let backend = std::sync::Arc::new(Recorded { answers: std::sync::Mutex::new(answers), seen: Default::default() });
+    // Records every request it answers, answering from a queue.
+    let backend = Scripted::answering(answers);
     let provider = Local::builder().model("m").chat_backend(backend.clone()).build().unwrap();
     let result = Session::run(&provider, EchoTools, options()).await.unwrap();
     assert_eq!(result.text, "");
-    let second = backend.seen.lock().unwrap()[1].clone();
+    let second = json!({"messages": backend.requests()[1].messages});
     managed_agents_local::emulator::validate_messages(&second).unwrap();
     let assistant = &second["messages"][1];
     assert!(assistant.get("reasoning_content").is_none(), "{assistant}");
@@ -335,7 +260,7 @@ async fn calls_without_ids_and_with_extra_fields_go_back_clean() {
 async fn the_final_turn_directive_follows_the_session_limit() {
     let script =
         Script::new().turn(ScriptTurn::tool_call("c1", "step", json!({"n": 1}))).turn(ScriptTurn::text("done"));
-    let emulator = ChatEmulator::start(script).await.unwrap();
+    let emulator = LocalEmulator::start(script).await.unwrap();
     let result = Session::run(&provider(&emulator).build().unwrap(), EchoTools, options().max_turns(2)).await.unwrap();
     assert_eq!(result.text, "done");
     let requests = emulator.requests();
@@ -354,7 +279,7 @@ async fn the_final_turn_directive_follows_the_session_limit() {
 #[tokio::test]
 async fn a_provisioned_spec_drives_the_run() {
     use managed_agents_core::{AgentSpec, Provider, ToolSchema};
-    let emulator = ChatEmulator::start(
+    let emulator = LocalEmulator::start(
         Script::new()
             .turn(ScriptTurn::tool_call("call_1", "lookup", json!({"q": "x"})))
             .turn(ScriptTurn::text("found it")),
@@ -388,7 +313,7 @@ async fn a_transcript_with_open_calls_runs_them_before_the_prompt() {
         .turn(ScriptTurn::tool_call("c1", "pay", json!({"cents": 5})))
         .turn(ScriptTurn::text("Paid."))
         .turn(ScriptTurn::text("Nothing else."));
-    let emulator = ChatEmulator::start(script).await.unwrap();
+    let emulator = LocalEmulator::start(script).await.unwrap();
     let provider = provider(&emulator).build().unwrap();
     let defer = permission_fn(|_| async { Decision::Defer });
     let error = Session::run(&provider, EchoTools, options().prompt("pay").permission(defer)).await.unwrap_err();

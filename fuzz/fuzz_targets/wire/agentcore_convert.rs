@@ -12,9 +12,9 @@ use aws_sdk_bedrockagentcore::types::{
 };
 use aws_smithy_types::Blob;
 use libfuzzer_sys::fuzz_target;
-use managed_agents_agentcore::convert::{stream_event, to_document, to_json};
 use managed_agents_agentcore::wire::{
-    AssistantBlock, StopReason, assistant_blocks, is_complete, messages_after, normalize, text_delta,
+    AssistantBlock, StopReason, assistant_blocks, is_complete, messages_after, normalize, stream_event, text_delta,
+    to_document, to_json,
 };
 use managed_agents_core::{Terminal, ToolResult, TurnInput};
 use serde_json::{Map, Number, Value};

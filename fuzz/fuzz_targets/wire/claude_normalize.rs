@@ -1,7 +1,7 @@
 //! The body of the `claude_normalize` target (see `../claude_normalize.rs`).
 
 use libfuzzer_sys::fuzz_target;
-use managed_agents_claude::events::{
+use managed_agents_claude::wire::events::{
     CUSTOM_TOOL_RESULT, CUSTOM_TOOL_USE, MCP_TOOL_USE, STATUS_IDLE, STATUS_TERMINATED, TOOL_CONFIRMATION, TOOL_USE,
     input_events, is_turn_boundary, normalize, pending_tool_uses, text_delta, unanswered_tool_uses,
 };

@@ -4,7 +4,7 @@ use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use managed_agents_core::http::SseDecoder;
 use managed_agents_core::{Event, Terminal};
-use managed_agents_local::ChunkAssembler;
+use managed_agents_local::wire::assemble::ChunkAssembler;
 use managed_agents_local::wire::{CHUNK, MODEL_RESPONSE, clean_message, normalize, tool_uses};
 use serde_json::{Map, Value, json};
 

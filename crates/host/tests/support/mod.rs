@@ -238,8 +238,8 @@ pub async fn claude(
 /// that leaves the conversation to the client.
 pub async fn local(
     script: managed_agents_conformance::Script,
-) -> (managed_agents_local::emulator::ChatEmulator, Arc<dyn managed_agents_core::Provider>) {
-    let emulator = managed_agents_local::emulator::ChatEmulator::start(script).await.expect("the emulator starts");
+) -> (managed_agents_local::emulator::LocalEmulator, Arc<dyn managed_agents_core::Provider>) {
+    let emulator = managed_agents_local::emulator::LocalEmulator::start(script).await.expect("the emulator starts");
     let provider = managed_agents_local::Local::builder()
         .base_url(emulator.base_url())
         .model("emulated")

@@ -9,7 +9,7 @@ use managed_agents_core::http::server::{ReceivedRequest, ResponseBody, json_resp
 use managed_agents_core::http::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::{aws_error, query_value};
+use super::encoding::{aws_error, query_value};
 
 /// The execution role the emulator's providers provision with.
 pub const EXECUTION_ROLE_ARN: &str = "arn:aws:iam::123456789012:role/EmulatedHarnessRole";
@@ -86,7 +86,7 @@ impl ControlOptions {
     }
 }
 
-/// One control-plane request the emulator received.
+/// One control-plane request the emulator received: the emulator's view of the server's request log.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ControlRequest {
@@ -135,7 +135,6 @@ pub(super) struct ControlState {
     failing_deletes: (u32, u16),
     failing_creates: (u32, u16),
     next_create_body: Option<Value>,
-    requests: Vec<ControlRequest>,
 }
 
 fn due(transition: Transition, polls: u32, since: Instant) -> bool {
@@ -182,10 +181,6 @@ fn valid_name(name: &str) -> bool {
 impl ControlState {
     pub(super) fn set_options(&mut self, options: ControlOptions) {
         self.options = options;
-    }
-
-    pub(super) fn requests(&self) -> Vec<ControlRequest> {
-        self.requests.clone()
     }
 
     pub(super) fn options(&self) -> ControlOptions {
@@ -259,11 +254,6 @@ impl ControlState {
         let path = request.uri.path();
         let rest = path.strip_prefix("/harnesses")?;
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        self.requests.push(ControlRequest {
-            method: request.method.to_string(),
-            path: request.uri.to_string(),
-            body: body.clone(),
-        });
         let id = rest.strip_prefix('/').filter(|id| !id.is_empty() && !id.contains('/'));
         Some(match (&request.method, id) {
             (&Method::POST, None) if rest.is_empty() => self.create(body),

@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::artifacts::DEFAULT_MOUNT_PATH;
+use crate::artifacts::session_storage::DEFAULT_MOUNT_PATH;
 
 /// One runtime session's files.
 #[derive(Debug, Clone)]
@@ -382,7 +382,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn the_emulated_commands_match_a_real_shell() {
-        use crate::artifacts::{cleanup_command, delete_command, fetch_command, list_command, put_command};
+        use crate::artifacts::shell::{cleanup_command, delete_command, fetch_command, list_command, put_command};
         let probe = std::process::Command::new("sh")
             .args(["-c", "command -v base64 && command -v find && stat -c %s / && find / -maxdepth 0 -printf ''"])
             .output();
@@ -420,7 +420,7 @@ mod tests {
         let long: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
         let b64 = |bytes: &[u8]| aws_smithy_types::base64::encode(bytes);
         let mut commands = vec![
-            format!("mkdir -p {}", crate::artifacts::shell_quote(&mount)),
+            format!("mkdir -p {}", crate::artifacts::shell::shell_quote(&mount)),
             list_command(&mount),
             list_command(&format!("{mount}/missing")),
             put_command(&dir, &temp(1), &one, &b64(&long[..300]), true, false),

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-pub(super) use crate::timestamp::parse_rfc3339;
+use crate::wire::timestamp::parse_rfc3339;
 
 /// Microseconds since the Unix epoch.
 pub(super) type Micros = i64;

@@ -9,8 +9,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, events};
+use managed_agents_claude::wire::events;
 use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::{Event, Notification, ReconnectPolicy, Session, SessionOptions, Terminal};
@@ -21,7 +22,7 @@ fn event(value: Value) -> Event {
 }
 
 fn provider(emulator: &ClaudeEmulator) -> ClaudeManagedAgents {
-    ClaudeManagedAgents::new(ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").build().unwrap())
+    emulator.provider_builder().build().unwrap()
 }
 
 fn options(emulator: &ClaudeEmulator) -> SessionOptions {
@@ -61,7 +62,7 @@ async fn a_replayed_history_is_not_processed_again() {
         .turn(ScriptTurn::tool_call("toolu_1", "lookup", json!({"q": 1})))
         .turn(ScriptTurn::text("done").with_fault(Fault::DropStreamAfter { events: 2 }));
     let emulator =
-        ClaudeEmulator::with_options(script, EmulatorOptions::default().with_replay_history(true)).await.unwrap();
+        ClaudeEmulator::start_with(script, EmulatorOptions::default().with_replay_history(true)).await.unwrap();
     let quick = ReconnectPolicy::default()
         .with_initial(Duration::from_millis(1))
         .with_max(Duration::from_millis(5))

@@ -4,7 +4,7 @@
 //! Upstream's `Event.classify/1` is not ported (upstream's loop never called it, gap 19); the classification
 //! cases assert the same mapping through `events::normalize`, which is what the session acts on.
 
-use managed_agents_claude::events;
+use managed_agents_claude::wire::events;
 use managed_agents_core::{Event, Outcome, Terminal, ToolResult};
 use serde_json::{Value, json};
 

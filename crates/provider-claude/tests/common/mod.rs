@@ -2,19 +2,19 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_claude::provision::ClaudeProvisioner;
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
+use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents, ClaudeManagedAgentsBuilder};
 use managed_agents_conformance::Script;
-use managed_agents_core::RetryPolicy;
+use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_core::provision::MemoryStore;
 use serde_json::Value;
 
-/// An emulator with a page size, a client on it and an in-memory store.
+/// An emulator with a page size, a provider's builder and a client on it, and an in-memory store.
 pub struct Fixture {
     pub emulator: ClaudeEmulator,
+    pub builder: ClaudeManagedAgentsBuilder,
     pub client: ClaudeClient,
     pub store: Arc<MemoryStore>,
 }
@@ -22,11 +22,10 @@ pub struct Fixture {
 impl Fixture {
     pub async fn new(page_size: usize) -> Self {
         let options = EmulatorOptions::default().with_page_size(page_size);
-        let emulator = ClaudeEmulator::with_options(Script::new(), options).await.unwrap();
-        let quick = RetryPolicy::default().with_initial(Duration::from_millis(5)).with_max(Duration::from_millis(50));
-        let client =
-            ClaudeClient::builder().base_url(emulator.base_url()).api_key("test-key").retry(quick).build().unwrap();
-        Self { emulator, client, store: Arc::new(MemoryStore::new()) }
+        let emulator = ClaudeEmulator::start_with(Script::new(), options).await.unwrap();
+        let builder = emulator.provider_builder().retry(TEST_RETRY);
+        let client = builder.clone().build().unwrap().client().clone();
+        Self { emulator, builder, client, store: Arc::new(MemoryStore::new()) }
     }
 
     pub fn provisioner(&self) -> ClaudeProvisioner {
@@ -34,7 +33,7 @@ impl Fixture {
     }
 
     pub fn provider(&self) -> ClaudeManagedAgents {
-        ClaudeManagedAgents::with_store(self.client.clone(), self.store.clone())
+        self.builder.clone().provision_store(self.store.clone()).build().unwrap()
     }
 
     /// How many requests `method path` (query excluded) the emulator got.

@@ -1,12 +1,11 @@
 //! A user's code on `managed-agents-core` + `managed-agents-claude`, nothing else.
 
-use managed_agents_claude::{ClaudeClient, ClaudeManagedAgents};
+use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_core::{Error, Session, SessionOptions, SessionResult, tool_fn};
 
 /// The Claude Managed Agents provider against `base_url` with `api_key`.
 pub fn provider(base_url: &str, api_key: &str) -> Result<ClaudeManagedAgents, Error> {
-    let client = ClaudeClient::builder().base_url(base_url).api_key(api_key).build()?;
-    Ok(ClaudeManagedAgents::new(client))
+    ClaudeManagedAgents::builder().base_url(base_url).api_key(api_key).build()
 }
 
 /// Runs one session of `agent_id` in `environment_id` with the weather tool answered locally.

@@ -1,7 +1,7 @@
 //! One conversation across two hosts (as across a restart) against the Local emulator on 127.0.0.1.
 
 use managed_agents_conformance::{Script, ScriptTurn};
-use managed_agents_local::emulator::ChatEmulator;
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::json;
 
 #[tokio::test]
@@ -10,7 +10,7 @@ async fn a_conversation_survives_a_new_host() {
         .turn(ScriptTurn::tool_call("call_1", "get_weather", json!({"city": "Oslo"})))
         .turn(ScriptTurn::text("Sunny in Oslo."))
         .turn(ScriptTurn::text("You asked about Oslo."));
-    let emulator = ChatEmulator::start(script).await.expect("emulator");
+    let emulator = LocalEmulator::start(script).await.expect("emulator");
     let path = std::env::temp_dir().join(format!("downstream-host-local-{}.sqlite3", std::process::id()));
     let first = downstream_host_local::host(&emulator.base_url(), "emulated", &path).await.expect("host");
     let result = downstream_host_local::reply(&first, "thread-1", "Weather in Oslo?").await.expect("first");

@@ -10,7 +10,7 @@ async fn a_session_runs_against_the_emulator() {
         .turn(ScriptTurn::tool_call("tooluse_1", "get_weather", json!({"city": "Oslo"})))
         .turn(ScriptTurn::text("Sunny in Oslo."));
     let emulator = AgentCoreEmulator::start(script).await.expect("emulator");
-    let provider = emulator.provider();
+    let provider = emulator.provider_builder().build().expect("the emulator's provider builds");
     let result =
         downstream_umbrella_agentcore::ask(&provider, &emulator.harness_arn(), "Weather in Oslo?").await.expect("run");
     assert_eq!(result.text, "Sunny in Oslo.");

@@ -1,6 +1,6 @@
 //! A session against the Local emulator on 127.0.0.1.
 
-use managed_agents::local::emulator::ChatEmulator;
+use managed_agents::local::emulator::LocalEmulator;
 use managed_agents_conformance::{Script, ScriptTurn};
 use serde_json::json;
 
@@ -9,7 +9,7 @@ async fn a_session_runs_against_the_emulator() {
     let script = Script::new()
         .turn(ScriptTurn::tool_call("call_1", "get_weather", json!({"city": "Oslo"})))
         .turn(ScriptTurn::text("Sunny in Oslo."));
-    let emulator = ChatEmulator::start(script).await.expect("emulator");
+    let emulator = LocalEmulator::start(script).await.expect("emulator");
     let provider = downstream_umbrella_local::provider(&emulator.base_url(), "emulated").expect("provider");
     let result = downstream_umbrella_local::ask(&provider, "Weather in Oslo?").await.expect("run");
     assert_eq!(result.text, "Sunny in Oslo.");

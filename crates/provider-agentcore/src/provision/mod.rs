@@ -1,0 +1,39 @@
+//! The harness lifecycle on the AgentCore control plane (`aws-sdk-bedrockagentcorecontrol`): provision a harness
+//! for an [`AgentSpec`](managed_agents_core::AgentSpec) (create, or adopt the one that already carries its
+//! content-addressed name), wait until it is `READY`, and tear it down again.
+//!
+//! * Names are content-addressed: a harness is named `<prefix>_<name>_<digest8>` under
+//!   [`NamePolicy::AGENTCORE`](managed_agents_core::provision::NamePolicy::AGENTCORE) (the digest is the spec's,
+//!   or with an environment the digest of both digests), so a harness of that name *is* this definition, and
+//!   adopting one (after a `ConflictException`) is safe. [`ProvisionedHarness::name`] is the name it got.
+//! * Every wait of one call shares **one** wall-clock budget ([`ProvisionSettings::budget`]); each request of the
+//!   call is bounded by what is left of it (and by [`ProvisionSettings::request_timeout`]).
+//! * Every status is classified: `READY` ends the wait, `CREATING` / `UPDATING` keep it going, `DELETING`, the
+//!   `*_FAILED` statuses and statuses this SDK does not know end it with an error.
+//! * A harness the call created is deleted again (best effort, under [`ProvisionSettings::rollback_timeout`]) when a
+//!   later step fails, or when the call's future is dropped; an adopted harness never is.
+//! * Each poll is a `tracing` debug event (`harness_id`, `phase`, `status`, `poll`, `elapsed_ms`); each outcome an
+//!   info or warn event.
+//!
+//! Use it through [`Provider::provision`](managed_agents_core::Provider::provision) /
+//! [`Provider::teardown`](managed_agents_core::Provider::teardown) on
+//! [`BedrockAgentCore`](crate::BedrockAgentCore), or
+//! [`BedrockAgentCore::provision_harness`](crate::BedrockAgentCore::provision_harness) for the details of what
+//! happened.
+//!
+//! The files: `settings` (the knobs), `naming` (names, ids, tokens), `status` (what a status means), `request`
+//! (the `CreateHarness` body of a spec), `call` (one call's budget, bounded requests, polls and rollback) and
+//! `lifecycle` (provision, teardown, list).
+
+mod call;
+pub(crate) mod lifecycle;
+pub(crate) mod naming;
+mod request;
+pub(crate) mod settings;
+mod status;
+
+pub use lifecycle::{Provenance, ProvisionedHarness};
+pub use settings::{
+    DEFAULT_CONTROL_REQUEST_TIMEOUT, DEFAULT_MAX_POLL_INTERVAL, DEFAULT_POLL_INTERVAL, DEFAULT_PROVISION_BUDGET,
+    DEFAULT_ROLLBACK_TIMEOUT, ProvisionSettings,
+};

@@ -1,0 +1,102 @@
+//! A Claude Managed Agents server on loopback (feature `emulator`) that keeps agents, environments, sessions,
+//! events, resources and files in memory, plays a conformance [`Script`] when user input arrives, streams events
+//! over SSE the way the service does (ids, `session.status_idle` with stop reasons, `requires_action` naming
+//! event ids, `span.model_request_end` with usage) and lists history in pages. It records every request.
+//!
+//! It answers the way the official `anthropic` Python SDK expects (checked with the SDK's strict response
+//! validation by `tests/sdk/claude_sdk_check.py` against the `serve_claude_emulator` example): `x-api-key` or an
+//! `Authorization: Bearer` token; agent, environment and session records with every field the SDK requires
+//! (`created_at`, `updated_at`, `metadata`, the model as `{id, speed}`, a session's `usage` and `stats` …);
+//! agent updates as new versions (409 on a stale `version`); `initial_events` on session creation; lists paged with `limit` / `page` / `next_page`
+//! (sessions also `prev_page`), `include_archived`, `order` and `created_at[…]` filters; event lists filtered
+//! by `types[]`, `order` and `created_at[gt|gte|lt|lte]` (against `processed_at`). Timestamps are RFC 3339 from
+//! a clock that never repeats.
+//!
+//! Control plane: agent and environment names are unique per kind, archived ones included (a create with a
+//! taken name is a `409`); archived records are listed with `archived_at` under `include_archived=true`;
+//! [`ClaudeEmulator::insert_agent`] / [`ClaudeEmulator::insert_environment`] add records directly (live or
+//! archived); files are listed newest first with the files API's own paging (`limit`, `after_id` / `before_id`,
+//! `has_more`, `first_id`, `last_id`, and `scope_id` for a session's files), have metadata
+//! (`GET /v1/files/{id}`) and are downloadable unless marked otherwise ([`ClaudeEmulator::set_downloadable`],
+//! [`EmulatorOptions::with_uploads_downloadable`]); [`ClaudeEmulator::write_output`] adds a session-scoped file
+//! as if the agent had written it under `/mnt/session/outputs/`. Session resources are paged like the other
+//! lists; attaching a file that does not exist, or removing a resource that is not there, is a `404`. A session
+//! created with a `budget` keeps it, and a scripted turn that stops with `budget_reached` is preceded by
+//! `session.usage` (cumulative usage, `list_cost` at the cap, the budget), as the service reports a paused
+//! session.
+//! [`ClaudeEmulator::fail_requests`] answers chosen requests (an environment create, one archive …) with an
+//! error status, for rollback and partial-failure tests.
+//!
+//! Host-side tool calls ([`ScriptToolCall::host`]) are played as the session's agent configures the tool: a
+//! built-in tool (`bash`, `read`, `write`, `edit`, `glob`, `grep`, `web_fetch`, `web_search`) follows the agent
+//! toolset's `permission_policy`, any other name is an MCP tool (`agent.mcp_tool_use`, `always_ask` unless its
+//! toolset says otherwise). A call that asks is announced with `evaluated_permission: "ask"` and named in the
+//! `requires_action` idle; a `user.tool_confirmation` is recorded ([`RecordedInput::Confirmation`]) and, allowed,
+//! the tool's result follows (`agent.tool_result` / `agent.mcp_tool_result`), denied, an error result carrying
+//! the deny message. An allowed call runs at once. A partial answer re-emits the idle naming the calls still
+//! awaited. [`ClaudeEmulator::seed_agent`]'s agent asks before every built-in tool.
+//!
+//! Scripts: [`ClaudeEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
+//! session asks next, or [`Scripts::per_session`], which builds a fresh script for each session (keyed by its
+//! `sesn_…` id) when its first turn is asked for, given that id and the input that asked (the kickoff's
+//! `user.message` or `user.define_outcome`). Concurrent sessions then never consume each other's turns, faults
+//! apply per session (an `HttpError` refuses each session's post once), a spent script reports how many turns
+//! that session played, and deleting a session drops its script. For example:
+//!
+//! ```
+//! use managed_agents_conformance::{Script, ScriptTurn, Scripts};
+//! use serde_json::json;
+//!
+//! // Each session looks its prompt up, then answers.
+//! let scripts = Scripts::per_session(|session| {
+//!     let prompt = session.prompt().unwrap_or_default();
+//!     Script::new()
+//!         .turn(ScriptTurn::tool_call("toolu_1", "lookup", json!({"q": prompt})))
+//!         .turn(ScriptTurn::text(format!("found {prompt}")))
+//! });
+//! # let _ = managed_agents_claude::emulator::ClaudeEmulator::start(scripts);
+//! ```
+//!
+//! Faults ([`Fault`]), delivered with the conformance kit's [`Delivery`]: `DropStreamAfter` (open streams break
+//! after that many of the turn's events; the rest reach the history), `CloseStreamAfter` (they end cleanly
+//! there), `RedeliverAfter` (they break there, and the next stream sends those events again first),
+//! `DuplicateEvents`, `SplitRequiresAction` (one call named per idle), `HttpError` (the events post that would
+//! start the turn is refused once, with `retry-after-ms`), `Stall` (the turn starts late), `MalformedFrame`
+//! ([`EmulatorOptions::malformed_frames`] undecodable frames right after the turn's first event),
+//! `StreamException` (an `event: error` frame instead of the turn). `TruncateTurn` does not apply: the wire has
+//! no per-turn response. [`EmulatorOptions`] adds CRLF framing, comment heartbeats, a page size, and streams that
+//! re-send the whole history when they open (so a reconnect sees every old event again).
+//!
+//! It stands on the conformance kit's emulator scaffold: [`EmulatorServer`] serves the route and logs every
+//! request ([`ClaudeEmulator::requests`] is a typed view of that log), [`Shared`] holds the state. The scaffold's
+//! per-call playback (`plan_call`, `Settle`, `streamed`) is not used: this wire does not answer a turn in the
+//! response of the request that asked for it — a post of events starts the turn, which the emulator plays
+//! later on every open event stream of the session (and into its history), so the turns are taken from the
+//! player and delivered with [`Delivery::plan`] directly.
+//!
+//! The folder: `server` ([`ClaudeEmulator`]: start, inspection, seeding), `options` ([`EmulatorOptions`]),
+//! `state` (what the emulator keeps), `routes` (the one route: credentials, headers, injected failures,
+//! dispatch), `resources` (agents, environments, files, a session's resources), `sessions` (sessions, their
+//! streams and history, posted events), `playback` (scripted turns as events, delivered with their faults),
+//! `replies` (errors and pages in the API's shapes), `records` (the records' shapes, the clock, queries) and
+//! `backend` ([`ClaudeBackend`]).
+
+mod backend;
+mod options;
+mod playback;
+mod records;
+mod replies;
+mod resources;
+mod routes;
+mod server;
+mod sessions;
+mod state;
+
+pub use backend::ClaudeBackend;
+pub use options::{EmulatorOptions, MALFORMED_FRAME_MARKER};
+pub use server::{ClaudeEmulator, RecordedRequest};
+
+#[cfg(doc)]
+use managed_agents_conformance::emulator::{EmulatorServer, Shared};
+#[cfg(doc)]
+use managed_agents_conformance::{Delivery, Fault, RecordedInput, Script, ScriptToolCall, Scripts};

@@ -1,0 +1,87 @@
+//! [`EmulatorOptions`]: how the emulator frames SSE, pages lists and treats uploads.
+
+#[cfg(doc)]
+use managed_agents_conformance::Fault;
+
+/// How the emulator frames and pages. Build with [`EmulatorOptions::default`] and the `with_*` methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EmulatorOptions {
+    /// End SSE lines with CRLF instead of LF.
+    pub crlf: bool,
+    /// Send a `: ping` comment before every event.
+    pub heartbeats: bool,
+    /// The most items one page of a list (events, agents, environments, sessions) returns, whatever `limit`
+    /// asks.
+    pub page_size: usize,
+    /// A newly opened stream first re-sends the session's whole history (events the client already has).
+    pub replay_history: bool,
+    /// How many undecodable frames in a row a [`Fault::MalformedFrame`] sends (default 1). They follow the
+    /// turn's first event, so they arrive mid-turn; they alternate between broken JSON and JSON that is not an
+    /// object.
+    pub malformed_frames: usize,
+    /// Whether uploaded files can be downloaded (default `true`). The real service answers `downloadable: false`
+    /// for uploads and refuses their content; `false` here does the same.
+    pub uploads_downloadable: bool,
+}
+
+impl Default for EmulatorOptions {
+    fn default() -> Self {
+        Self {
+            crlf: false,
+            heartbeats: false,
+            page_size: 100,
+            replay_history: false,
+            malformed_frames: 1,
+            uploads_downloadable: true,
+        }
+    }
+}
+
+impl EmulatorOptions {
+    /// With CRLF line ends (or LF).
+    #[must_use]
+    pub fn with_crlf(mut self, crlf: bool) -> Self {
+        self.crlf = crlf;
+        self
+    }
+
+    /// With (or without) a `: ping` comment before every event.
+    #[must_use]
+    pub fn with_heartbeats(mut self, heartbeats: bool) -> Self {
+        self.heartbeats = heartbeats;
+        self
+    }
+
+    /// With at most `page_size` items per page of a list.
+    #[must_use]
+    pub fn with_page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// With (or without) new streams re-sending the session's whole history first.
+    #[must_use]
+    pub fn with_replay_history(mut self, replay_history: bool) -> Self {
+        self.replay_history = replay_history;
+        self
+    }
+
+    /// With `count` undecodable frames in a row per [`Fault::MalformedFrame`].
+    #[must_use]
+    pub fn with_malformed_frames(mut self, count: usize) -> Self {
+        self.malformed_frames = count;
+        self
+    }
+
+    /// With uploads downloadable (the default) or, as on the real service, not.
+    #[must_use]
+    pub fn with_uploads_downloadable(mut self, downloadable: bool) -> Self {
+        self.uploads_downloadable = downloadable;
+        self
+    }
+}
+
+/// Text inside every undecodable frame the emulator sends, so tests can check it never reaches an error's
+/// `Display`.
+pub const MALFORMED_FRAME_MARKER: &str = "raw-frame-content";

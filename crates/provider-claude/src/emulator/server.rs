@@ -1,0 +1,222 @@
+//! [`ClaudeEmulator`]: the server, its start, and what tests inspect or seed (records, files, the request and
+//! input logs, injected failures).
+
+use std::io;
+use std::sync::MutexGuard;
+
+use managed_agents_conformance::emulator::{EmulatorServer, LoggedRequest};
+use managed_agents_conformance::{InputLog, Scripts};
+use managed_agents_core::http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::emulator::options::EmulatorOptions;
+use crate::emulator::records;
+use crate::emulator::routes::route;
+use crate::emulator::state::{InjectedFailure, Kind, State, add_output};
+use crate::provider::ClaudeManagedAgents;
+use crate::provider::builder::ClaudeManagedAgentsBuilder;
+
+#[cfg(doc)]
+use managed_agents_conformance::{Script, ScriptToolCall};
+
+/// One request the emulator received.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RecordedRequest {
+    /// The method.
+    pub method: String,
+    /// The path and query.
+    pub path: String,
+    /// The `anthropic-beta` header.
+    pub beta: Option<String>,
+    /// The JSON body (`Null` when there was none or it was not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The view of one request of the scaffold's log.
+    fn of(request: &LoggedRequest) -> Self {
+        Self {
+            method: request.method.to_string(),
+            path: request.uri.to_string(),
+            beta: request.header("anthropic-beta").map(str::to_string),
+            body: request.json(),
+        }
+    }
+}
+
+/// The emulator, on the conformance scaffold's [`EmulatorServer`]. Dropping it stops the server.
+pub struct ClaudeEmulator {
+    server: EmulatorServer<State>,
+}
+
+impl std::fmt::Debug for ClaudeEmulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeEmulator").field("base_url", &self.base_url()).finish_non_exhaustive()
+    }
+}
+
+impl ClaudeEmulator {
+    /// Starts a server playing `scripts`: a [`Script`] shared by every session, or [`Scripts::per_session`].
+    pub async fn start(scripts: impl Into<Scripts>) -> io::Result<Self> {
+        Self::start_with(scripts, EmulatorOptions::default()).await
+    }
+
+    /// Starts a server playing `scripts` with `options`.
+    pub async fn start_with(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
+        let server = EmulatorServer::start(State::new(scripts.into(), options), route).await?;
+        Ok(Self { server })
+    }
+
+    /// The state, locked (never across an `.await`).
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.server.state().lock()
+    }
+
+    /// The API root to point a provider at ([`ClaudeManagedAgentsBuilder::base_url`]).
+    pub fn base_url(&self) -> String {
+        self.server.base_url()
+    }
+
+    /// The provider's builder pointed at this emulator, with an API key it accepts: ready to `build()`, or to
+    /// set more first (a retry policy, timeouts …).
+    pub fn provider_builder(&self) -> ClaudeManagedAgentsBuilder {
+        ClaudeManagedAgents::builder().base_url(self.base_url()).api_key("test-key")
+    }
+
+    /// Creates an agent and an environment directly (no request recorded); returns their ids. The agent's
+    /// built-in toolset asks before every call (`always_ask`), so a scripted host-side call
+    /// ([`ScriptToolCall::host`]) of a built-in tool waits for a `user.tool_confirmation`; any other name is an MCP
+    /// tool, which asks too (the MCP toolset's default).
+    pub fn seed_agent(&self) -> (String, String) {
+        let mut state = self.state();
+        let agent = state.id("agent");
+        let environment = state.id("env");
+        let now = state.now();
+        let toolset = json!({"type": "agent_toolset_20260401",
+            "default_config": {"enabled": true, "permission_policy": {"type": "always_ask"}}});
+        let body = json!({"name": "seeded", "model": "claude-sonnet-4-6", "tools": [toolset]});
+        let body = body.as_object().cloned().unwrap_or_default();
+        if let Ok(record) = records::new_agent(&agent, &now, &body) {
+            state.agents.insert(agent.clone(), record);
+        }
+        if let Ok(record) = records::new_environment(&environment, &now, &body) {
+            state.environments.insert(environment.clone(), record);
+        }
+        (agent, environment)
+    }
+
+    /// Creates an agent named `name` directly (no request recorded), archived at once when `archived`; returns
+    /// its id. Records get increasing `created_at` in the order they are made.
+    pub fn insert_agent(&self, name: &str, archived: bool) -> String {
+        self.insert(Kind::Agent, name, archived)
+    }
+
+    /// Creates an environment named `name` directly (no request recorded), archived at once when `archived`;
+    /// returns its id.
+    pub fn insert_environment(&self, name: &str, archived: bool) -> String {
+        self.insert(Kind::Environment, name, archived)
+    }
+
+    fn insert(&self, kind: Kind, name: &str, archived: bool) -> String {
+        let mut state = self.state();
+        let id = state.id(if kind == Kind::Agent { "agent" } else { "env" });
+        let now = state.now();
+        let body = json!({"name": name, "model": "claude-sonnet-4-6"});
+        let body = body.as_object().cloned().unwrap_or_default();
+        let record = match kind {
+            Kind::Agent => records::new_agent(&id, &now, &body),
+            _ => records::new_environment(&id, &now, &body),
+        };
+        if let Ok(mut record) = record {
+            if archived {
+                record["archived_at"] = json!(state.now());
+            }
+            match kind {
+                Kind::Agent => state.agents.insert(id.clone(), record),
+                _ => state.environments.insert(id.clone(), record),
+            };
+        }
+        id
+    }
+
+    /// The agent record `id` as the server keeps it.
+    pub fn agent(&self, id: &str) -> Option<Value> {
+        self.state().agents.get(id).cloned()
+    }
+
+    /// The environment record `id` as the server keeps it.
+    pub fn environment(&self, id: &str) -> Option<Value> {
+        self.state().environments.get(id).cloned()
+    }
+
+    /// The session record `id` as the server keeps it.
+    pub fn session(&self, id: &str) -> Option<Value> {
+        self.state().sessions.get(id).map(|s| s.record.clone())
+    }
+
+    /// Answers the next `times` requests `method path` (the path without its query, e.g. `POST
+    /// /v1/environments` or `POST /v1/agents/agent_0001/archive`) with `status` and an error body instead of
+    /// serving them (the request is still recorded).
+    pub fn fail_requests(&self, method: Method, path: &str, status: StatusCode, times: usize) {
+        self.state().injected.push(InjectedFailure { method, path: path.to_string(), status, remaining: times });
+    }
+
+    /// The requests received whose method is `method` and whose path (query excluded) is `path`.
+    pub fn requests_to(&self, method: &str, path: &str) -> Vec<RecordedRequest> {
+        self.requests().into_iter().filter(|r| r.method == method && r.path.split('?').next() == Some(path)).collect()
+    }
+
+    /// The inputs received, decoded.
+    pub fn log(&self) -> InputLog {
+        self.state().log.clone()
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.requests().iter().map(RecordedRequest::of).collect()
+    }
+
+    /// A session's full history, as the server keeps it.
+    pub fn history(&self, session_id: &str) -> Vec<Value> {
+        self.state().sessions.get(session_id).map(|s| s.history.clone()).unwrap_or_default()
+    }
+
+    /// Keeps `bytes` as a file of session `session_id`, as if the agent had written it to
+    /// `/mnt/session/outputs/<name>`: session-scoped (`scope: {type: "session", id}`), named `name`,
+    /// downloadable, created now. Returns its id. Writing a name again adds a newer version, as the service does.
+    pub fn write_output(&self, session_id: &str, name: &str, bytes: &[u8]) -> String {
+        let mut state = self.state();
+        let now = state.now();
+        add_output(&mut state, session_id, name, bytes, now)
+    }
+
+    /// Like [`ClaudeEmulator::write_output`] with a given `created_at` (an RFC 3339 timestamp), so tests can
+    /// order versions independently of when they were seeded.
+    pub fn write_output_at(&self, session_id: &str, name: &str, bytes: &[u8], created_at: &str) -> String {
+        add_output(&mut self.state(), session_id, name, bytes, created_at.to_string())
+    }
+
+    /// The metadata of file `id` as the server keeps it.
+    pub fn file(&self, id: &str) -> Option<Value> {
+        self.state().files.get(id).map(|(meta, _)| meta.clone())
+    }
+
+    /// Marks file `id` downloadable or not (a file that is not has `downloadable: false` and its content is
+    /// refused with a `400`); `false` when there is no such file.
+    pub fn set_downloadable(&self, id: &str, downloadable: bool) -> bool {
+        match self.state().files.get_mut(id) {
+            Some((meta, _)) => {
+                meta["downloadable"] = json!(downloadable);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The resources of session `id` as the server keeps them (empty when there is no such session).
+    pub fn resources(&self, id: &str) -> Vec<Value> {
+        let state = self.state();
+        state.sessions.get(id).and_then(|s| s.record["resources"].as_array().cloned()).unwrap_or_default()
+    }
+}

@@ -1,0 +1,231 @@
+//! The provider room: [`ClaudeManagedAgents`] and its `Provider` impl (here), its builder (`builder`), a
+//! session's connection (`connection`) and the session spend limit (`spend_limit`).
+
+pub(crate) mod builder;
+mod connection;
+pub(crate) mod spend_limit;
+
+use async_trait::async_trait;
+use managed_agents_core::{
+    AgentHandle, AgentSpec, Capabilities, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest, Provider,
+    ToolUse, TurnResult,
+};
+use serde_json::{Value, json};
+
+use crate::artifacts::ClaudeArtifacts;
+use crate::provider::connection::ClaudeConnection;
+use crate::provider::spend_limit::SpendLimit;
+use crate::provision::bootstrap::Bootstrap;
+use crate::provision::provisioned::{Origin, ResourceKind};
+use crate::provision::provisioner::ClaudeProvisioner;
+use crate::wire::client::ClaudeClient;
+use crate::wire::events;
+use crate::wire::excerpt;
+use crate::wire::stream::EventStream;
+
+/// Claude Managed Agents as a loop host: the agent loop runs on Anthropic's side; custom tool calls come back
+/// over the session's event stream and run locally through the session's handler. Cheap to clone.
+///
+/// Built-in and MCP tools the agent configures `always_ask` block the session until the client confirms them:
+/// such calls reach the session as [`ToolKind::Confirmation`](managed_agents_core::ToolKind) tool uses, which
+/// its permission hook allows, denies or defers, and the answers are posted as `user.tool_confirmation`.
+///
+/// Open options: `agent_id` and `environment_id` (or an `AgentHandle`) for a new session, or `session_id` to
+/// reattach to an existing one. Provider options: `title` (string) and `session_metadata` (object) are sent with
+/// the new session, and `budget` (a [`SpendLimit`], see [`SpendLimit::OPTION`]) caps its spend.
+///
+/// [`Provider::provision`] is content-addressed ([`ClaudeProvisioner`]): the agent and environment are named
+/// after their definitions' digests, reused when the provider's store remembers them or the service already has
+/// them, and created otherwise.
+///
+/// Build one with [`ClaudeManagedAgents::builder`] or [`ClaudeManagedAgents::from_env`].
+#[derive(Clone)]
+pub struct ClaudeManagedAgents {
+    client: ClaudeClient,
+    provisioner: ClaudeProvisioner,
+}
+
+impl std::fmt::Debug for ClaudeManagedAgents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeManagedAgents").field("client", &self.client).finish_non_exhaustive()
+    }
+}
+
+impl ClaudeManagedAgents {
+    /// What the provider supports: outcomes, interrupts and a session spend limit (core's `budget` capability).
+    pub const CAPABILITIES: Capabilities = Capabilities::none().with_outcomes().with_interrupt().with_budget();
+
+    /// The content-addressed provisioner [`Provider::provision`] uses (ensure, tag, resolve, prune).
+    pub fn provisioner(&self) -> &ClaudeProvisioner {
+        &self.provisioner
+    }
+
+    /// The API client, for the endpoints the loop does not use (agents, environments, files …).
+    pub fn client(&self) -> &ClaudeClient {
+        &self.client
+    }
+
+    /// The artifacts of the session `session_id`: its outputs and the inputs put through it (see
+    /// [`ClaudeArtifacts`]).
+    pub fn artifacts(&self, session_id: impl Into<String>) -> ClaudeArtifacts {
+        ClaudeArtifacts::new(self.client.clone(), session_id)
+    }
+}
+
+#[async_trait]
+impl Provider for ClaudeManagedAgents {
+    fn name(&self) -> &str {
+        "claude"
+    }
+
+    /// The API root and the account's key (as a short digest, never the key): handles are valid for one account.
+    fn provision_scope(&self) -> String {
+        let config = self.client.config();
+        let key = managed_agents_core::provision::Digest::of_bytes(config.api_key.expose().as_bytes());
+        format!("claude:{}:{}", config.base_url, key.short())
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
+    }
+
+    async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
+        let client = self.client.clone();
+        if let Some(session_id) = request.session_id {
+            // Reattach: the stream is opened by the first reconnect, which also recovers pending calls.
+            return Ok(OpenConnection::Streaming(Box::new(ClaudeConnection {
+                client,
+                session_id,
+                resumed: true,
+                stream: None,
+            })));
+        }
+        let agent =
+            request.agent_id.ok_or_else(|| Error::invalid_option("agent_id", "a new Claude session needs an agent"))?;
+        let environment_id = request
+            .environment_id
+            .ok_or_else(|| Error::invalid_option("environment_id", "a new Claude session needs an environment"))?;
+        let mut body = json!({"agent": agent, "environment_id": environment_id});
+        if let Some(title) = request.options.get("title") {
+            body["title"] = title.clone();
+        }
+        let mut metadata = request.metadata.clone();
+        if let Some(Value::Object(extra)) = request.options.get("session_metadata") {
+            metadata.extend(extra.clone());
+        }
+        if !metadata.is_empty() {
+            body["metadata"] = Value::Object(metadata);
+        }
+        if let Some(budget) = request.options.get(SpendLimit::OPTION) {
+            body["budget"] = SpendLimit::wire_value(budget)?;
+        }
+        let session = client.create_session(body).await?;
+        let session_id = id_of(&session, "created session")?;
+        let stream = match client.open_stream(&session_id).await {
+            Ok(body) => EventStream::new(body, client.idle_timeout()),
+            Err(error) => {
+                // Do not leave a session nobody will drive.
+                if let Err(cleanup) = client.delete_session(&session_id).await {
+                    tracing::warn!(%cleanup, session_id, "could not delete the session whose stream failed to open");
+                }
+                return Err(error);
+            }
+        };
+        Ok(OpenConnection::Streaming(Box::new(ClaudeConnection {
+            client,
+            session_id,
+            resumed: false,
+            stream: Some(stream),
+        })))
+    }
+
+    fn normalize(&self, events: &[Event]) -> TurnResult {
+        events::normalize(events)
+    }
+
+    fn text_delta(&self, event: &Event) -> Option<String> {
+        events::text_delta(event)
+    }
+
+    fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
+        events::pending_tool_uses(events)
+    }
+
+    /// Ensures the agent, then its environment, as content-addressed resources ([`ClaudeProvisioner`]): the
+    /// agent is `<spec name>_<digest8>`, the environment `<environment name, else "<spec name>_env">_<digest8>`;
+    /// each is reused when remembered or already present (a `409` adopts a live one). When the environment
+    /// declares runtimes, their bootstrap instructions ([`Bootstrap`]) are appended to the agent's system prompt.
+    /// When the environment cannot be ensured, the agent is archived again if this call created it (never one it
+    /// reused or adopted).
+    async fn provision(&self, spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<AgentHandle, Error> {
+        spec.validate()?;
+        let environment = environment.cloned().unwrap_or_default();
+        environment.validate()?;
+        // The agent learns how to install the environment's runtimes from its system prompt; the amended prompt
+        // is part of the agent's definition, so its digest (and name) follows the runtimes.
+        let mut spec = spec.clone();
+        if let Some(bootstrap) = Bootstrap::for_runtimes(&environment.runtimes)? {
+            spec.system_prompt = format!("{}\n\n{}", spec.system_prompt.trim_end(), bootstrap.instructions);
+        }
+        let spec = &spec;
+        let agent = self.provisioner.ensure_agent(spec, None).await?;
+        let base = environment.name.clone().unwrap_or_else(|| format!("{}_env", spec.name));
+        let ensured = match self.provisioner.ensure_environment(&environment, Some(&base)).await {
+            Ok(ensured) => ensured,
+            Err(error) => {
+                if agent.origin == Origin::Created {
+                    self.roll_back(&agent.id, &agent.base, &agent.digest).await;
+                }
+                return Err(error);
+            }
+        };
+        Ok(AgentHandle { agent_id: agent.id, environment_id: Some(ensured.id) })
+    }
+
+    /// Archives the agent and the environment the handle names (both are always attempted; the first failure
+    /// is returned) and forgets each archived one in the provisioner's store, so a later `provision` never hands
+    /// out an archived id. (An archived name stays taken: provisioning the same definition under the same name
+    /// again is an [`Error::NameConflict`].)
+    async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
+        let agent = self.client.archive_agent(&handle.agent_id).await.map(|_| ());
+        if agent.is_ok() {
+            self.provisioner.forget_id(ResourceKind::Agent, &handle.agent_id).await;
+        }
+        let environment = match &handle.environment_id {
+            Some(id) => {
+                let archived = self.client.archive_environment(id).await.map(|_| ());
+                if archived.is_ok() {
+                    self.provisioner.forget_id(ResourceKind::Environment, id).await;
+                }
+                archived
+            }
+            None => Ok(()),
+        };
+        agent.and(environment)
+    }
+}
+
+impl ClaudeManagedAgents {
+    /// Archives an agent this provisioning created and forgets it in the store.
+    async fn roll_back(&self, agent_id: &str, base: &str, digest: &str) {
+        match self.client.archive_agent(agent_id).await {
+            Ok(_) => {
+                let key = ResourceKind::Agent.store_key(base, digest);
+                if let Err(error) = self.provisioner.store().delete(&key).await {
+                    tracing::warn!(%error, key, "could not forget the rolled-back agent");
+                }
+            }
+            Err(rollback) => {
+                tracing::warn!(%rollback, agent_id, "could not archive the agent after the environment failed")
+            }
+        }
+    }
+}
+
+fn id_of(record: &Value, what: &'static str) -> Result<String, Error> {
+    record
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| Error::malformed(what, "no `id`", excerpt(record.to_string().as_bytes())))
+}

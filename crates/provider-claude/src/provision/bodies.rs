@@ -1,0 +1,90 @@
+//! The create bodies a definition becomes: an agent's ([`agent_body`]) and an environment's `config`
+//! ([`environment_config`]).
+
+use managed_agents_core::{AgentSpec, EnvironmentSpec, Error, Networking};
+use serde_json::{Map, Value, json};
+
+use crate::provision::bootstrap::allow_mise_hosts;
+
+/// The model id the wire wants: a catalog id's `provider:` prefix is dropped.
+fn bare_model(model: &str) -> &str {
+    model.rsplit_once(':').map_or(model, |(_, bare)| bare)
+}
+
+/// The create-agent body for `spec` under `name`: bare model id, system prompt, custom tools, description and
+/// metadata when given.
+pub(crate) fn agent_body(spec: &AgentSpec, name: &str) -> Result<Value, Error> {
+    let model = spec
+        .model
+        .as_deref()
+        .map(bare_model)
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| Error::invalid_spec("agent spec", "it names no model"))?;
+    let tools: Vec<Value> = spec
+        .tools
+        .iter()
+        .map(
+            |t| json!({"type": "custom", "name": t.name, "description": t.description, "input_schema": t.input_schema}),
+        )
+        .collect();
+    let mut body = json!({"name": name, "model": model, "system": spec.system_prompt, "tools": tools});
+    if let Some(description) = &spec.description {
+        body["description"] = json!(description);
+    }
+    if !spec.metadata.is_empty() {
+        body["metadata"] = json!(spec.metadata);
+    }
+    Ok(body)
+}
+
+/// The environment `config` for `spec`: its `config` verbatim when given; otherwise a cloud environment with the
+/// spec's networking and packages. Runtimes never reach the wire, but when there are some and the networking is
+/// limited, the hosts their bootstrap needs are allowed ([`MISE_HOSTS`](crate::provision::MISE_HOSTS)).
+pub fn environment_config(spec: &EnvironmentSpec) -> Value {
+    let mut config = wire_config(spec);
+    if !spec.runtimes.is_empty() {
+        allow_mise_hosts(&mut config);
+    }
+    config
+}
+
+fn wire_config(spec: &EnvironmentSpec) -> Value {
+    if let Some(config) = &spec.config {
+        return config.clone();
+    }
+    let networking = match &spec.networking {
+        Networking::Unrestricted => json!({"type": "unrestricted"}),
+        Networking::Limited { allowed_hosts } => json!({"type": "limited", "allowed_hosts": allowed_hosts}),
+        // A networking mode this provider does not know yet must not open the network: no host is allowed.
+        _ => json!({"type": "limited", "allowed_hosts": []}),
+    };
+    let mut config = json!({"type": "cloud", "networking": networking});
+    if !spec.packages.is_empty() {
+        let mut packages = Map::new();
+        packages.insert("type".into(), json!("packages"));
+        for (manager, names) in &spec.packages {
+            packages.insert(manager.clone(), json!(names));
+        }
+        config["packages"] = Value::Object(packages);
+    }
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_config_follows_the_spec() {
+        let spec = EnvironmentSpec::new()
+            .networking(Networking::Limited { allowed_hosts: vec!["pypi.org".into()] })
+            .packages("pip", ["pandas"]);
+        assert_eq!(
+            environment_config(&spec),
+            json!({"type": "cloud", "networking": {"type": "limited", "allowed_hosts": ["pypi.org"]},
+                   "packages": {"type": "packages", "pip": ["pandas"]}})
+        );
+        let verbatim = EnvironmentSpec::new().config(json!({"type": "self_hosted"}));
+        assert_eq!(environment_config(&verbatim), json!({"type": "self_hosted"}));
+    }
+}

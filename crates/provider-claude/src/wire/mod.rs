@@ -1,0 +1,30 @@
+//! The Claude Managed Agents wire (private; the fuzz targets reach it under `--cfg fuzzing`): the HTTP API
+//! ([`ClaudeClient`](client::ClaudeClient), its files endpoints in `files`), the event vocabulary
+//! ([`events`]: the events we send, how the ones we receive fold into a turn), the live event stream's SSE
+//! decoding (`stream`) and the API's timestamps (`timestamp`).
+
+pub(crate) mod client;
+pub mod events;
+pub(crate) mod files;
+pub(crate) mod stream;
+pub(crate) mod timestamp;
+
+/// The most bytes of network input an error keeps (`Error::Malformed::raw`).
+pub(crate) const MAX_RAW_BYTES: usize = 4096;
+
+/// At most [`MAX_RAW_BYTES`] of `bytes`, lossily decoded: what an error keeps of network input (never the
+/// whole body, which can be megabytes of model output).
+pub(crate) fn excerpt(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_RAW_BYTES)]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_are_bounded() {
+        assert_eq!(excerpt(b"short"), "short");
+        assert_eq!(excerpt(&vec![b'x'; MAX_RAW_BYTES * 3]).len(), MAX_RAW_BYTES);
+    }
+}
