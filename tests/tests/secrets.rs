@@ -568,7 +568,7 @@ fn claude_sessions_print_no_secret() {
     let thread = "claude_sessions_print_no_secret";
     let mut expected = vec![
         line(&[" TRACE ", thread, "hyper_util::client"]),
-        line(&[" WARN ", thread, "gen_ai.provider.name=\"claude\"", "managed_agents_claude::stream"]),
+        line(&[" WARN ", thread, "gen_ai.provider.name=\"claude\"", "managed_agents_claude::wire::stream"]),
         line(&[" WARN ", thread, "managed_agents_core::http::client", "request failed; retrying"]),
         line(&[" INFO ", thread, "managed_agents_claude::provision", "provision: ensured"]),
     ];
