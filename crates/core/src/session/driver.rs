@@ -6,80 +6,20 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::handle::{HandleCommand, LiveLink, Notification, next_command};
 use super::machine::{Command, Machine, MachineConfig, Phase, Signal};
 use super::options::SessionOptions;
+use super::telemetry;
 use super::tools::{ApprovalDesk, BatchOutcome, ToolBatch, ToolServices, ToolSettings};
-use super::unwind::{CatchUnwind, panic_message};
+use super::unwind::{CatchUnwind, provider_panicked};
 use crate::ReconnectPolicy;
-use crate::approval::{ApprovalRequest, Decision};
 use crate::{
     Error, Event, Handler, LiveEvents, OpenConnection, Provider, SessionInfo, SessionResult, StreamItem,
     StreamingConnection, TerminalReason, TurnInput,
 };
-
-/// What a live session tells its handle. Its `Debug` output summarises a result (counts, not content), as
-/// [`Error`]'s does.
-#[non_exhaustive]
-pub enum Notification {
-    /// A request reached its end.
-    Finished(SessionResult),
-    /// A request failed; the error carries what was gathered (see [`Error::partial_result`]). The session stays
-    /// up and takes further messages.
-    Failed(Error),
-    /// The permission hook deferred a tool call to a person: answer it with
-    /// [`SessionHandle::approve`](crate::SessionHandle::approve) or [`SessionHandle::deny`](crate::SessionHandle::deny).
-    /// The call (and so its turn) waits until then.
-    ApprovalRequested(ApprovalRequest),
-    /// The stream dropped; the session reconnects after `delay`.
-    Reconnecting {
-        /// Attempts in a row, this one included.
-        attempt: u32,
-        /// The wait before this attempt.
-        delay: Duration,
-    },
-}
-
-impl std::fmt::Debug for Notification {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Finished(result) => f.debug_tuple("Finished").field(&crate::error::Summary(result)).finish(),
-            Self::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
-            Self::ApprovalRequested(request) => f
-                .debug_struct("ApprovalRequested")
-                .field("tool_use_id", &request.tool_use.id)
-                .field("tool", &request.tool_use.name)
-                .field("kind", &request.tool_use.kind)
-                .finish_non_exhaustive(),
-            Self::Reconnecting { attempt, delay } => {
-                f.debug_struct("Reconnecting").field("attempt", attempt).field("delay", delay).finish()
-            }
-        }
-    }
-}
-
-/// What a handle asks of its live session.
-pub(crate) enum HandleCommand {
-    Message(String),
-    SendEvent(Event, oneshot::Sender<Result<(), Error>>),
-    Interrupt(oneshot::Sender<Result<(), Error>>),
-    Decide(String, Decision, oneshot::Sender<Result<(), Error>>),
-}
-
-/// Where a live session's notifications go. Boxed: an unbounded channel allocates its slots 32 at a time, and a
-/// parked session should not hold 32 slots of a whole result each.
-pub(crate) type NotificationSender = mpsc::UnboundedSender<Box<Notification>>;
-
-/// Where a handle's commands go, boxed for the same reason.
-pub(crate) type CommandSender = mpsc::UnboundedSender<Box<HandleCommand>>;
-
-/// The channels between a live session and its handle.
-pub(crate) struct LiveLink {
-    pub(crate) commands: mpsc::UnboundedReceiver<Box<HandleCommand>>,
-    pub(crate) notifications: NotificationSender,
-}
 
 enum Step {
     Continue,
@@ -138,14 +78,14 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         let session_id = common.session_id();
         machine.set_session_id(session_id.clone());
         if let Some(id) = &session_id {
-            tracing::Span::current().record("gen_ai.conversation.id", id.as_str());
+            telemetry::record_conversation(id);
         }
         let info = SessionInfo::new(provider.name(), session_id, options.open.metadata.clone());
         let tool_services = ToolServices {
             handler: Arc::clone(&handler),
             permission: Arc::clone(&options.permission),
             ledger: options.ledger.clone(),
-            desk: live.as_ref().map(|link| ApprovalDesk::new(link.notifications.clone())),
+            desk: live.as_ref().map(|link| ApprovalDesk::new(link.notifications().clone())),
         };
         Self {
             provider,
@@ -239,15 +179,11 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             Command::Reconnect { attempt } => self.expect(Awaiting::Reconnect(attempt)),
             Command::Finish(result) => {
                 let result = self.complete(result);
-                let span = tracing::Span::current();
-                span.record("gen_ai.usage.input_tokens", result.usage.total_input_tokens());
-                span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
-                span.record("managed_agents.turns", result.turns);
-                span.record("managed_agents.terminal_reason", format!("{:?}", result.terminal_reason).as_str());
+                telemetry::record_finished(&result);
                 self.report(Ok(result))
             }
             Command::Fail(error) => {
-                tracing::Span::current().record("error.type", error_kind(&error));
+                telemetry::record_failed(&error);
                 let error = self.complete_error(error);
                 self.report(Err(error))
             }
@@ -270,12 +206,10 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         match &self.live {
             None => Step::End(outcome),
             Some(link) => {
-                let notification = match outcome {
+                link.notify(match outcome {
                     Ok(result) => Notification::Finished(result),
                     Err(error) => Notification::Failed(error),
-                };
-                // A handle that stopped listening still may send messages: keep going.
-                let _ = link.notifications.send(Box::new(notification));
+                });
                 Step::Continue
             }
         }
@@ -391,7 +325,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         if attempt > 0 {
             tracing::info!(attempt, ?delay, "event stream dropped; reconnecting");
             if let Some(link) = &self.live {
-                let _ = link.notifications.send(Box::new(Notification::Reconnecting { attempt, delay }));
+                link.notify(Notification::Reconnecting { attempt, delay });
             }
         }
         let Self { connection, machine, live, deadline, held_messages, .. } = self;
@@ -511,8 +445,9 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
     fn timed_out(&self) -> Error {
         let after = self.deadline.map(|(_, after)| after).unwrap_or_default();
         let partial = Box::new(self.complete(self.machine.partial_result(TerminalReason::TimedOut)));
-        tracing::Span::current().record("error.type", "timeout");
-        Error::TimedOut { after, partial }
+        let error = Error::TimedOut { after, partial };
+        telemetry::record_failed(&error);
+        error
     }
 }
 
@@ -541,20 +476,6 @@ fn is_boundary<P: Provider + ?Sized>(provider: &P, connection: &dyn StreamingCon
     })
 }
 
-/// The error for a provider that panicked in `operation`.
-pub(crate) fn provider_panicked<P: Provider + ?Sized>(
-    provider: &P,
-    operation: &str,
-    panic: &(dyn std::any::Any + Send),
-) -> Error {
-    Error::provider(
-        provider.name(),
-        Some("panic".to_string()),
-        format!("{operation} panicked: {}", panic_message(panic)),
-        false,
-    )
-}
-
 fn no_deferred_call(tool_use_id: String) -> Error {
     Error::not_found("deferred tool call", tool_use_id)
 }
@@ -563,34 +484,9 @@ fn unsupported<P: Provider + ?Sized>(provider: &P, operation: &'static str) -> E
     Error::unsupported(operation, provider.name())
 }
 
-async fn next_command(live: &mut Option<LiveLink>) -> Option<HandleCommand> {
-    match live {
-        Some(link) => link.commands.recv().await.map(|command| *command),
-        None => pending().await,
-    }
-}
-
 async fn until(deadline: Option<(Instant, Duration)>) {
     match deadline {
         Some((at, _)) => tokio::time::sleep_until(at).await,
         None => pending().await,
-    }
-}
-
-fn error_kind(error: &Error) -> &'static str {
-    match error.root() {
-        Error::Halted { .. } => "halted",
-        Error::MaxTurnsExceeded { .. } => "max_turns_exceeded",
-        Error::UnresolvedRequiresAction { .. } => "unresolved_requires_action",
-        Error::ApprovalRequired { .. } => "approval_required",
-        Error::TimedOut { .. } => "timeout",
-        Error::Http { .. } => "http_error",
-        Error::Connect { .. } | Error::Transport { .. } => "transport_error",
-        Error::ResponseTimeout { .. } => "response_timeout",
-        Error::StreamIdleTimeout { .. } => "stream_idle_timeout",
-        Error::StreamClosed => "stream_closed",
-        Error::Malformed { .. } => "malformed",
-        Error::Provider { .. } => "provider_error",
-        _ => "error",
     }
 }
