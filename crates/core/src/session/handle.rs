@@ -1,7 +1,8 @@
 //! A live session's handle: what it sends to the session (`HandleCommand`), what it hears back
 //! ([`Notification`]), and the channels between the two.
 //!
-//! The driver (`session::driver`) answers the commands.
+//! How the driver answers each command depends on what it is waiting on at the time; `session::mid_wait` holds
+//! that policy.
 
 use std::time::Duration;
 

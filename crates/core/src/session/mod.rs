@@ -3,6 +3,7 @@
 mod driver;
 mod handle;
 mod machine;
+mod mid_wait;
 mod options;
 mod retention;
 mod telemetry;
