@@ -1,4 +1,7 @@
 //! The one async driver: carries out the machine's commands against a connection, a handler and the clock.
+//!
+//! It holds no policy of its own: what to do is the machine's (`session::machine`), how a handle command is
+//! answered during a wait is `session::mid_wait`'s, and a turn's tool calls run in `session::tools`.
 
 use std::collections::VecDeque;
 use std::future::pending;
@@ -6,90 +9,39 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::handle::{LiveLink, Notification, next_command};
 use super::machine::{Command, Machine, MachineConfig, Phase, Signal};
+use super::mid_wait::{MidWait, MidWaitAnswers, WaitKind};
 use super::options::SessionOptions;
+use super::telemetry;
 use super::tools::{ApprovalDesk, BatchOutcome, ToolBatch, ToolServices, ToolSettings};
-use super::unwind::{CatchUnwind, panic_message};
+use super::unwind::{CatchUnwind, provider_panicked};
 use crate::ReconnectPolicy;
-use crate::approval::{ApprovalRequest, Decision};
 use crate::{
     Error, Event, Handler, LiveEvents, OpenConnection, Provider, SessionInfo, SessionResult, StreamItem,
     StreamingConnection, TerminalReason, TurnInput,
 };
 
-/// What a live session tells its handle. Its `Debug` output summarises a result (counts, not content), as
-/// [`Error`]'s does.
-#[non_exhaustive]
-pub enum Notification {
-    /// A request reached its end.
-    Finished(SessionResult),
-    /// A request failed; the error carries what was gathered (see [`Error::partial_result`]). The session stays
-    /// up and takes further messages.
-    Failed(Error),
-    /// The permission hook deferred a tool call to a person: answer it with
-    /// [`SessionHandle::approve`](crate::SessionHandle::approve) or [`SessionHandle::deny`](crate::SessionHandle::deny).
-    /// The call (and so its turn) waits until then.
-    ApprovalRequested(ApprovalRequest),
-    /// The stream dropped; the session reconnects after `delay`.
-    Reconnecting {
-        /// Attempts in a row, this one included.
-        attempt: u32,
-        /// The wait before this attempt.
-        delay: Duration,
-    },
-}
-
-impl std::fmt::Debug for Notification {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Finished(result) => f.debug_tuple("Finished").field(&crate::error::Summary(result)).finish(),
-            Self::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
-            Self::ApprovalRequested(request) => f
-                .debug_struct("ApprovalRequested")
-                .field("tool_use_id", &request.tool_use.id)
-                .field("tool", &request.tool_use.name)
-                .field("kind", &request.tool_use.kind)
-                .finish_non_exhaustive(),
-            Self::Reconnecting { attempt, delay } => {
-                f.debug_struct("Reconnecting").field("attempt", attempt).field("delay", delay).finish()
-            }
-        }
-    }
-}
-
-/// What a handle asks of its live session.
-pub(crate) enum HandleCommand {
-    Message(String),
-    SendEvent(Event, oneshot::Sender<Result<(), Error>>),
-    Interrupt(oneshot::Sender<Result<(), Error>>),
-    Decide(String, Decision, oneshot::Sender<Result<(), Error>>),
-}
-
-/// Where a live session's notifications go. Boxed: an unbounded channel allocates its slots 32 at a time, and a
-/// parked session should not hold 32 slots of a whole result each.
-pub(crate) type NotificationSender = mpsc::UnboundedSender<Box<Notification>>;
-
-/// Where a handle's commands go, boxed for the same reason.
-pub(crate) type CommandSender = mpsc::UnboundedSender<Box<HandleCommand>>;
-
-/// The channels between a live session and its handle.
-pub(crate) struct LiveLink {
-    pub(crate) commands: mpsc::UnboundedReceiver<Box<HandleCommand>>,
-    pub(crate) notifications: NotificationSender,
-}
-
+/// What came of carrying out one command.
 enum Step {
+    /// Nothing to tell the machine.
     Continue,
+    /// This, for the machine.
     Feed(Signal),
+    /// The run is over (a synchronous run's end, or the handle gone).
     End(Result<SessionResult, Error>),
 }
 
+/// What ended a wait.
 enum Wake {
+    /// Something for the machine.
     Signal(Signal),
-    Command(Option<HandleCommand>),
+    /// A handle command the wait handed back to be carried out (see [`MidWait`]).
+    Handle(MidWait),
+    /// The run's deadline passed.
     Deadline,
 }
 
@@ -106,6 +58,7 @@ enum Awaiting {
     Reconnect(u32),
 }
 
+/// The driver of one session (a synchronous run, or a live session's task).
 pub(crate) struct Driver<'p, P: Provider + ?Sized> {
     provider: &'p P,
     connection: OpenConnection,
@@ -115,12 +68,13 @@ pub(crate) struct Driver<'p, P: Provider + ?Sized> {
     info: SessionInfo,
     tool_settings: ToolSettings,
     reconnect: ReconnectPolicy,
+    /// The channels to the handle (live sessions).
     live: Option<LiveLink>,
+    /// When a synchronous run times out, and its timeout.
     deadline: Option<(Instant, Duration)>,
     awaiting: Awaiting,
-    /// User messages that arrived while the machine could not be handed them (during a poll or a reconnect);
-    /// fed to it, and their commands carried out, right after that wait ends.
-    held_messages: Vec<String>,
+    /// How handle commands are answered during a wait, and the messages held until one ends.
+    answers: MidWaitAnswers,
 }
 
 impl<'p, P: Provider + ?Sized> Driver<'p, P> {
@@ -138,14 +92,17 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         let session_id = common.session_id();
         machine.set_session_id(session_id.clone());
         if let Some(id) = &session_id {
-            tracing::Span::current().record("gen_ai.conversation.id", id.as_str());
+            telemetry::record_conversation(id);
         }
         let info = SessionInfo::new(provider.name(), session_id, options.open.metadata.clone());
+        let desk = live.as_ref().map(|link| ApprovalDesk::new(link.notifications().clone()));
+        let streaming = matches!(connection, OpenConnection::Streaming(_));
+        let answers = MidWaitAnswers::new(provider.name(), provider.capabilities(), streaming, desk.clone());
         let tool_services = ToolServices {
             handler: Arc::clone(&handler),
             permission: Arc::clone(&options.permission),
             ledger: options.ledger.clone(),
-            desk: live.as_ref().map(|link| ApprovalDesk::new(link.notifications.clone())),
+            desk,
         };
         Self {
             provider,
@@ -163,7 +120,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             live,
             deadline: deadline.map(|at| (at, options.timeout)),
             awaiting: Awaiting::Events,
-            held_messages: Vec::new(),
+            answers,
         }
     }
 
@@ -183,14 +140,15 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             }
             match self.wait().await {
                 Wake::Signal(signal) => queue.extend(self.machine.handle(signal)),
-                Wake::Command(command) => match self.on_handle_command(command).await {
+                Wake::Handle(command) => match self.carry_out(command).await {
                     Step::Continue => {}
                     Step::Feed(signal) => queue.extend(self.machine.handle(signal)),
                     Step::End(result) => return result,
                 },
                 Wake::Deadline => return Err(self.timed_out()),
             }
-            for text in std::mem::take(&mut self.held_messages) {
+            // Messages held during a poll or a reconnect reach the machine now, and what it says is carried out.
+            for text in self.answers.take_held() {
                 queue.extend(self.machine.handle(Signal::UserMessage(text)));
             }
         }
@@ -200,6 +158,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         match command {
             Command::Drive(input) => match &mut self.connection {
                 OpenConnection::Streaming(connection) => {
+                    // A push is no wait on the handle: its commands stay in the channel until the next wait.
                     let deadline = self.deadline;
                     let push = Box::pin(async move {
                         tokio::select! {
@@ -217,7 +176,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 OpenConnection::RequestResponse(_) => self.expect(Awaiting::Poll(input)),
             },
             Command::Forward(event) => {
-                self.forward(&event);
+                forward(self.provider, &self.handler, &self.info, &event);
                 Step::Continue
             }
             Command::Normalize(events) => match catch_unwind(AssertUnwindSafe(|| self.provider.normalize(&events))) {
@@ -239,15 +198,11 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             Command::Reconnect { attempt } => self.expect(Awaiting::Reconnect(attempt)),
             Command::Finish(result) => {
                 let result = self.complete(result);
-                let span = tracing::Span::current();
-                span.record("gen_ai.usage.input_tokens", result.usage.total_input_tokens());
-                span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
-                span.record("managed_agents.turns", result.turns);
-                span.record("managed_agents.terminal_reason", format!("{:?}", result.terminal_reason).as_str());
+                telemetry::record_finished(&result);
                 self.report(Ok(result))
             }
             Command::Fail(error) => {
-                tracing::Span::current().record("error.type", error_kind(&error));
+                telemetry::record_failed(&error);
                 let error = self.complete_error(error);
                 self.report(Err(error))
             }
@@ -270,19 +225,26 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         match &self.live {
             None => Step::End(outcome),
             Some(link) => {
-                let notification = match outcome {
+                link.notify(match outcome {
                     Ok(result) => Notification::Finished(result),
                     Err(error) => Notification::Failed(error),
-                };
-                // A handle that stopped listening still may send messages: keep going.
-                let _ = link.notifications.send(Box::new(notification));
+                });
                 Step::Continue
             }
         }
     }
 
-    fn forward(&self, event: &Event) {
-        forward_with(self.provider, &self.handler, &self.info, event);
+    /// Carries out a handle command a wait handed back.
+    async fn carry_out(&mut self, command: MidWait) -> Step {
+        match command {
+            MidWait::Answered => Step::Continue,
+            MidWait::Message(text) => Step::Feed(Signal::UserMessage(text)),
+            MidWait::Push { input, operation, reply } => {
+                let _ = reply.send(self.push_raw(input, operation).await);
+                Step::Continue
+            }
+            MidWait::Closed => Step::End(Err(Error::Closed)),
+        }
     }
 
     /// Waits for the next thing that happens in the current phase.
@@ -290,42 +252,42 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         match std::mem::replace(&mut self.awaiting, Awaiting::Events) {
             // Boxed: a parked live session waits here for months, and its task is as large as the largest state
             // inline in it. These waits live on the heap only while they last.
-            Awaiting::Poll(input) => return Box::pin(self.poll_turn(input)).await,
-            Awaiting::Tools(batch) => return Box::pin(self.wait_for_tools(batch)).await,
-            Awaiting::Reconnect(attempt) => return Box::pin(self.reconnect(attempt)).await,
-            Awaiting::Events => {}
-        }
-        let Self { connection, live, deadline, provider, .. } = self;
-        match (self.machine.phase(), connection) {
-            (Phase::Done, _) => Wake::Command(None),
-            (Phase::AwaitConnect | Phase::InFlight | Phase::Idle, OpenConnection::Streaming(connection))
-                if self.machine.stream_up() =>
-            {
-                tokio::select! {
-                    item = CatchUnwind::new(connection.next_item()) => Wake::Signal(match item {
-                        Ok(StreamItem::Connected) => Signal::Connected,
-                        Ok(StreamItem::Event(event)) => {
-                            let boundary = is_boundary(*provider, connection.as_ref(), &event);
-                            Signal::StreamEvent { event, boundary }
-                        }
-                        Ok(StreamItem::Closed) => Signal::StreamEnded(None),
-                        Ok(StreamItem::Failed(error)) => Signal::StreamEnded(Some(error)),
-                        Err(panic) => Signal::StreamEnded(Some(provider_panicked(*provider, "next_item", &*panic))),
-                    }),
-                    command = next_command(live) => Wake::Command(command),
-                    () = until(*deadline) => Wake::Deadline,
-                }
-            }
-            _ => tokio::select! {
-                command = next_command(live) => Wake::Command(command),
-                () = until(*deadline) => Wake::Deadline,
-            },
+            Awaiting::Poll(input) => Box::pin(self.poll_turn(input)).await,
+            Awaiting::Tools(batch) => Box::pin(self.wait_for_tools(batch)).await,
+            Awaiting::Reconnect(attempt) => Box::pin(self.reconnect(attempt)).await,
+            Awaiting::Events => self.wait_for_events().await,
         }
     }
 
-    /// Polls one request/response turn, forwarding live events and holding messages meanwhile.
+    /// Reads the event stream while the phase does (streaming, the stream up, `AwaitConnect` / `InFlight` /
+    /// `Idle`), and the handle's commands.
+    async fn wait_for_events(&mut self) -> Wake {
+        let phase = self.machine.phase();
+        if phase == Phase::Done {
+            // Nothing can happen any more (the machine reports a run's end before it is `Done`).
+            return Wake::Handle(MidWait::Closed);
+        }
+        let reading = matches!(phase, Phase::AwaitConnect | Phase::InFlight | Phase::Idle) && self.machine.stream_up();
+        let Self { connection, live, deadline, provider, answers, .. } = self;
+        let mut stream = match connection {
+            OpenConnection::Streaming(connection) if reading => Some(connection),
+            _ => None,
+        };
+        loop {
+            tokio::select! {
+                signal = next_stream_signal(*provider, stream.as_deref_mut()) => return Wake::Signal(signal),
+                command = next_command(live) => match answers.answer_mid_wait(command, WaitKind::Events) {
+                    MidWait::Answered => {}
+                    handed_back => return Wake::Handle(handed_back),
+                },
+                () = until(*deadline) => return Wake::Deadline,
+            }
+        }
+    }
+
+    /// Polls one request/response turn, forwarding live events and answering the handle meanwhile.
     async fn poll_turn(&mut self, input: TurnInput) -> Wake {
-        let Self { connection, machine, live, deadline, provider, handler, info, held_messages, .. } = self;
+        let Self { connection, machine, live, deadline, provider, handler, info, answers, .. } = self;
         let OpenConnection::RequestResponse(connection) = connection else {
             return Wake::Signal(Signal::DriveFailed(Error::Closed));
         };
@@ -336,14 +298,14 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 biased;
                 Some(event) = receiver.recv() => {
                     if let Some(event) = machine.live_event(event) {
-                        forward_with(*provider, handler, info, &event);
+                        forward(*provider, handler, info, &event);
                     }
                 }
                 outcome = &mut poll => {
                     // Events reported live just before the turn returned still go first.
                     while let Ok(event) = receiver.try_recv() {
                         if let Some(event) = machine.live_event(event) {
-                            forward_with(*provider, handler, info, &event);
+                            forward(*provider, handler, info, &event);
                         }
                     }
                     return Wake::Signal(match outcome {
@@ -352,49 +314,49 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                         Err(panic) => Signal::TurnFailed(provider_panicked(*provider, "poll_turn", &*panic)),
                     });
                 }
-                command = next_command(live) => match command {
-                    Some(HandleCommand::Message(text)) => held_messages.push(text),
-                    Some(HandleCommand::SendEvent(_, reply)) => {
-                        let _ = reply.send(Err(unsupported(*provider, "send_event")));
-                    }
-                    Some(HandleCommand::Interrupt(reply)) => {
-                        let _ = reply.send(Err(unsupported(*provider, "interrupt")));
-                    }
-                    Some(HandleCommand::Decide(tool_use_id, _, reply)) => {
-                        let _ = reply.send(Err(no_deferred_call(tool_use_id)));
-                    }
-                    None => return Wake::Command(None),
+                command = next_command(live) => match answers.answer_mid_wait(command, WaitKind::Poll) {
+                    MidWait::Answered => {}
+                    // Only the handle gone, in this wait: it ends the poll with the session.
+                    handed_back => return Wake::Handle(handed_back),
                 },
                 () = until(*deadline) => return Wake::Deadline,
             }
         }
     }
 
+    /// Waits for a batch of tool calls, answering the handle meanwhile (a decision reaches the call waiting for
+    /// it). A command handed back leaves the batch running, to be waited on again.
     async fn wait_for_tools(&mut self, mut batch: ToolBatch) -> Wake {
-        tokio::select! {
-            outcome = batch.finished() => Wake::Signal(match outcome {
-                Ok(BatchOutcome::Answered(results)) => Signal::ToolsFinished(results),
-                Ok(BatchOutcome::Deferred(requests)) => Signal::ToolsDeferred(requests),
-                Err(error) => Signal::TurnFailed(error),
-            }),
-            command = next_command(&mut self.live) => {
-                // The batch keeps running; the command is handled and the wait resumes.
-                self.awaiting = Awaiting::Tools(batch);
-                Wake::Command(command)
+        loop {
+            tokio::select! {
+                outcome = batch.finished() => return Wake::Signal(match outcome {
+                    Ok(BatchOutcome::Answered(results)) => Signal::ToolsFinished(results),
+                    Ok(BatchOutcome::Deferred(requests)) => Signal::ToolsDeferred(requests),
+                    Err(error) => Signal::TurnFailed(error),
+                }),
+                command = next_command(&mut self.live) => match self.answers.answer_mid_wait(command, WaitKind::Tools) {
+                    MidWait::Answered => {}
+                    handed_back => {
+                        self.awaiting = Awaiting::Tools(batch);
+                        return Wake::Handle(handed_back);
+                    }
+                },
+                () = until(self.deadline) => return Wake::Deadline,
             }
-            () = until(self.deadline) => Wake::Deadline,
         }
     }
 
+    /// Waits out the backoff of attempt `attempt`, then reconnects (streaming) or reattaches (request/response),
+    /// answering the handle meanwhile.
     async fn reconnect(&mut self, attempt: u32) -> Wake {
         let delay = self.reconnect.delay(attempt, fastrand::f64());
         if attempt > 0 {
             tracing::info!(attempt, ?delay, "event stream dropped; reconnecting");
             if let Some(link) = &self.live {
-                let _ = link.notifications.send(Box::new(Notification::Reconnecting { attempt, delay }));
+                link.notify(Notification::Reconnecting { attempt, delay });
             }
         }
-        let Self { connection, machine, live, deadline, held_messages, .. } = self;
+        let Self { connection, machine, live, deadline, answers, .. } = self;
         let seen = machine.seen();
         let mut reconnect = Box::pin(async {
             tokio::time::sleep(delay).await;
@@ -407,16 +369,10 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         let outcome = loop {
             tokio::select! {
                 outcome = &mut reconnect => break outcome,
-                command = next_command(live) => match command {
-                    Some(HandleCommand::Message(text)) => held_messages.push(text),
-                    Some(HandleCommand::SendEvent(_, reply) | HandleCommand::Interrupt(reply)) => {
-                        let _ = reply.send(Err(Error::transport("the session is reconnecting", "stream down")));
-                    }
-                    Some(HandleCommand::Decide(_, _, reply)) => {
-                        // The call may be asked about again once the stream is back: try again then.
-                        let _ = reply.send(Err(Error::transport("the session is reconnecting", "stream down")));
-                    }
-                    None => return Wake::Command(None),
+                command = next_command(live) => match answers.answer_mid_wait(command, WaitKind::Reconnect) {
+                    MidWait::Answered => {}
+                    // Only the handle gone, in this wait: it ends the reconnect with the session.
+                    handed_back => return Wake::Handle(handed_back),
                 },
                 () = until(*deadline) => return Wake::Deadline,
             }
@@ -454,31 +410,6 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         }
     }
 
-    async fn on_handle_command(&mut self, command: Option<HandleCommand>) -> Step {
-        match command {
-            None => Step::End(Err(Error::Closed)),
-            Some(HandleCommand::Message(text)) => Step::Feed(Signal::UserMessage(text)),
-            Some(HandleCommand::SendEvent(event, reply)) => {
-                let _ = reply.send(self.push_raw(TurnInput::Event(event), "send_event").await);
-                Step::Continue
-            }
-            Some(HandleCommand::Decide(tool_use_id, decision, reply)) => {
-                let answered = self.tool_services.desk.as_ref().is_some_and(|desk| desk.answer(&tool_use_id, decision));
-                let _ = reply.send(if answered { Ok(()) } else { Err(no_deferred_call(tool_use_id)) });
-                Step::Continue
-            }
-            Some(HandleCommand::Interrupt(reply)) => {
-                let outcome = if self.provider.capabilities().interrupt {
-                    self.push_raw(TurnInput::Interrupt, "interrupt").await
-                } else {
-                    Err(unsupported(self.provider, "interrupt"))
-                };
-                let _ = reply.send(outcome);
-                Step::Continue
-            }
-        }
-    }
-
     /// Pushes an input outside the turn accounting (streaming connections only).
     async fn push_raw(&mut self, input: TurnInput, operation: &'static str) -> Result<(), Error> {
         match &mut self.connection {
@@ -486,7 +417,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 Ok(pushed) => pushed,
                 Err(panic) => Err(provider_panicked(self.provider, operation, &*panic)),
             },
-            OpenConnection::RequestResponse(_) => Err(unsupported(self.provider, operation)),
+            OpenConnection::RequestResponse(_) => Err(Error::unsupported(operation, self.provider.name())),
         }
     }
 
@@ -511,12 +442,14 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
     fn timed_out(&self) -> Error {
         let after = self.deadline.map(|(_, after)| after).unwrap_or_default();
         let partial = Box::new(self.complete(self.machine.partial_result(TerminalReason::TimedOut)));
-        tracing::Span::current().record("error.type", "timeout");
-        Error::TimedOut { after, partial }
+        let error = Error::TimedOut { after, partial };
+        telemetry::record_failed(&error);
+        error
     }
 }
 
-fn forward_with<P: Provider + ?Sized>(provider: &P, handler: &Arc<dyn Handler>, info: &SessionInfo, event: &Event) {
+/// Hands `event` (and its text delta, if any) to the handler; a panic there is logged, not fatal.
+fn forward<P: Provider + ?Sized>(provider: &P, handler: &Arc<dyn Handler>, info: &SessionInfo, event: &Event) {
     let observed = catch_unwind(AssertUnwindSafe(|| {
         let delta = provider.text_delta(event).filter(|text| !text.is_empty()).map(Event::text_delta);
         handler.handle_event(event, info);
@@ -526,6 +459,24 @@ fn forward_with<P: Provider + ?Sized>(provider: &P, handler: &Arc<dyn Handler>, 
     }));
     if observed.is_err() {
         tracing::warn!(event.kind = event.kind().unwrap_or("?"), "text_delta or the handler's event callback panicked");
+    }
+}
+
+/// The next item of the event stream, as a signal; never resolves when the stream is not read (`None`).
+async fn next_stream_signal<P: Provider + ?Sized>(
+    provider: &P,
+    stream: Option<&mut Box<dyn StreamingConnection>>,
+) -> Signal {
+    let Some(connection) = stream else { return pending().await };
+    match CatchUnwind::new(connection.next_item()).await {
+        Ok(StreamItem::Connected) => Signal::Connected,
+        Ok(StreamItem::Event(event)) => {
+            let boundary = is_boundary(provider, connection.as_ref(), &event);
+            Signal::StreamEvent { event, boundary }
+        }
+        Ok(StreamItem::Closed) => Signal::StreamEnded(None),
+        Ok(StreamItem::Failed(error)) => Signal::StreamEnded(Some(error)),
+        Err(panic) => Signal::StreamEnded(Some(provider_panicked(provider, "next_item", &*panic))),
     }
 }
 
@@ -541,56 +492,10 @@ fn is_boundary<P: Provider + ?Sized>(provider: &P, connection: &dyn StreamingCon
     })
 }
 
-/// The error for a provider that panicked in `operation`.
-pub(crate) fn provider_panicked<P: Provider + ?Sized>(
-    provider: &P,
-    operation: &str,
-    panic: &(dyn std::any::Any + Send),
-) -> Error {
-    Error::provider(
-        provider.name(),
-        Some("panic".to_string()),
-        format!("{operation} panicked: {}", panic_message(panic)),
-        false,
-    )
-}
-
-fn no_deferred_call(tool_use_id: String) -> Error {
-    Error::not_found("deferred tool call", tool_use_id)
-}
-
-fn unsupported<P: Provider + ?Sized>(provider: &P, operation: &'static str) -> Error {
-    Error::unsupported(operation, provider.name())
-}
-
-async fn next_command(live: &mut Option<LiveLink>) -> Option<HandleCommand> {
-    match live {
-        Some(link) => link.commands.recv().await.map(|command| *command),
-        None => pending().await,
-    }
-}
-
+/// Resolves when the run's deadline passes; never without one.
 async fn until(deadline: Option<(Instant, Duration)>) {
     match deadline {
         Some((at, _)) => tokio::time::sleep_until(at).await,
         None => pending().await,
-    }
-}
-
-fn error_kind(error: &Error) -> &'static str {
-    match error.root() {
-        Error::Halted { .. } => "halted",
-        Error::MaxTurnsExceeded { .. } => "max_turns_exceeded",
-        Error::UnresolvedRequiresAction { .. } => "unresolved_requires_action",
-        Error::ApprovalRequired { .. } => "approval_required",
-        Error::TimedOut { .. } => "timeout",
-        Error::Http { .. } => "http_error",
-        Error::Connect { .. } | Error::Transport { .. } => "transport_error",
-        Error::ResponseTimeout { .. } => "response_timeout",
-        Error::StreamIdleTimeout { .. } => "stream_idle_timeout",
-        Error::StreamClosed => "stream_closed",
-        Error::Malformed { .. } => "malformed",
-        Error::Provider { .. } => "provider_error",
-        _ => "error",
     }
 }

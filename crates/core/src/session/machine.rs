@@ -154,7 +154,8 @@ pub enum Command {
     Fail(Error),
 }
 
-/// Where the session is.
+/// Where the session is: what the driver reads off the machine to know what to wait on. The data only one phase
+/// means something in stays inside the machine, with that phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// Opened, not started.
@@ -178,6 +179,59 @@ pub enum Phase {
     Idle,
     /// The session is over.
     Done,
+}
+
+/// The phase with what only it carries, so that the machine cannot hold a flag its phase makes meaningless.
+/// [`Machine::phase`] reads the [`Phase`] off it.
+#[derive(Debug)]
+enum State {
+    /// See [`Phase::Opened`].
+    Opened,
+    /// See [`Phase::AwaitConnect`].
+    AwaitConnect,
+    /// See [`Phase::InFlight`].
+    InFlight {
+        /// The input this turn was driven with, while a failed push may send it again (streaming sessions that
+        /// reconnect; `None` for a turn the host started, or one that goes on after a stale `requires_action` or
+        /// a reconnect).
+        sent: Option<TurnInput>,
+        /// Events a request/response turn reported while running ([`Machine::live_event`]): forwarded already,
+        /// so not again when the poll returns them.
+        live_events: Vec<Event>,
+    },
+    /// See [`Phase::AwaitNormalize`].
+    AwaitNormalize,
+    /// See [`Phase::RunningTools`].
+    RunningTools {
+        /// The calls of the batch, in call order: the results answer them.
+        batch: Vec<ToolUse>,
+    },
+    /// See [`Phase::Recovering`].
+    Recovering,
+    /// See [`Phase::Reconnecting`]. The stream is down.
+    Reconnecting {
+        /// A turn was under way when the stream dropped.
+        in_flight: bool,
+        /// What broke the stream, or the last attempt's error: reported when reconnecting stops.
+        cause: Option<Error>,
+        /// An input whose push failed before it arrived, sent again once reconnected (never tool results:
+        /// those are recovered from the host's pending calls instead).
+        undelivered: Option<TurnInput>,
+    },
+    /// See [`Phase::Idle`].
+    Idle {
+        /// Whether the stream is up: after giving up on reconnecting, it stays down until the next message.
+        stream_up: bool,
+    },
+    /// See [`Phase::Done`].
+    Done,
+}
+
+impl State {
+    /// A turn in flight that no failed push of ours can send again.
+    fn in_flight() -> Self {
+        Self::InFlight { sent: None, live_events: Vec::new() }
+    }
 }
 
 /// Per-request accumulators, reset by each new user message.
@@ -210,28 +264,34 @@ impl Request {
 }
 
 /// The session loop's state.
+///
+/// What only one phase means something in is in that phase ([`State`]); the fields here outlive a phase.
 pub struct Machine {
     config: MachineConfig,
-    phase: Phase,
+    state: State,
+    /// The kickoff was sent (or, resumed, is not to be sent): a later `Connected` is a reconnect.
     kicked_off: bool,
     session_id: Option<String>,
+    /// Ids of the most recent events recorded: a redelivery is dropped.
     seen: SeenIds,
+    /// The events of the turn under way, until its boundary (it may go on across a reconnect).
     turn_buffer: Vec<Event>,
-    live_events: Vec<Event>,
     /// The events since the last input was sent, kept only when the request's record is bounded (to recover the
     /// calls a turn waits on).
     since_input: Vec<Event>,
     request: Request,
-    batch: Vec<ToolUse>,
+    /// Ids of the calls whose results were sent: a stale `requires_action` does not run them again.
     answered: SeenIds,
+    /// User messages waiting for the request in flight to end.
     queued_messages: VecDeque<String>,
+    /// A resumed session's prompt, delivered once the calls it still waited on are answered.
     resume_prompt: Option<String>,
+    /// Reconnect attempts since the last progress (a new event, a finished request). Not reset by a successful
+    /// reconnect alone, so it outlives `Reconnecting`: a stream that reopens and drops at once backs off further.
     reconnect_attempts: u32,
-    reconnect_cause: Option<Error>,
+    /// The stream failed in a way the next one may too, with no new event since: failing so again stops
+    /// reconnecting. Outlives `Reconnecting` for the same reason.
     failed_without_progress: bool,
-    last_drive: Option<TurnInput>,
-    undelivered: Option<TurnInput>,
-    stream_up: bool,
 }
 
 impl Machine {
@@ -242,36 +302,45 @@ impl Machine {
         let retention = config.retention;
         Self {
             config,
-            phase: Phase::Opened,
+            state: State::Opened,
             kicked_off: false,
             session_id: None,
             seen: SeenIds::with_capacity(window),
             turn_buffer: Vec::new(),
-            live_events: Vec::new(),
             since_input: Vec::new(),
             request: Request::new(reprompts, retention),
-            batch: Vec::new(),
             answered: SeenIds::with_capacity(window),
             queued_messages: VecDeque::new(),
             resume_prompt: None,
             reconnect_attempts: 0,
-            reconnect_cause: None,
             failed_without_progress: false,
-            last_drive: None,
-            undelivered: None,
-            stream_up: true,
         }
     }
 
     /// The current phase.
     pub fn phase(&self) -> Phase {
-        self.phase
+        match &self.state {
+            State::Opened => Phase::Opened,
+            State::AwaitConnect => Phase::AwaitConnect,
+            State::InFlight { .. } => Phase::InFlight,
+            State::AwaitNormalize => Phase::AwaitNormalize,
+            State::RunningTools { .. } => Phase::RunningTools,
+            State::Recovering => Phase::Recovering,
+            State::Reconnecting { in_flight, .. } => Phase::Reconnecting { in_flight: *in_flight },
+            State::Idle { .. } => Phase::Idle,
+            State::Done => Phase::Done,
+        }
     }
 
-    /// Whether the event stream is believed up (streaming): after giving up on reconnecting, the driver stops
-    /// reading it until a new message triggers another reconnect.
+    /// Whether the event stream is believed up (streaming): not while reconnecting, and after giving up on
+    /// reconnecting, the driver stops reading it until a new message triggers another reconnect. (Once `Done`,
+    /// nothing is read whatever this says.)
     pub fn stream_up(&self) -> bool {
-        self.stream_up
+        match self.state {
+            State::Reconnecting { .. } => false,
+            State::Idle { stream_up } => stream_up,
+            _ => true,
+        }
     }
 
     /// Ids of the most recent events delivered (a window of [`MachineConfig::seen_window`] ids).
@@ -299,10 +368,8 @@ impl Machine {
     /// the handler now (a turn in flight), `None` when it arrived out of turn. Its place in the record is taken
     /// when the turn returns (the returned events include it).
     pub fn live_event(&mut self, event: Event) -> Option<Event> {
-        if self.phase != Phase::InFlight {
-            return None;
-        }
-        self.live_events.push(event.clone());
+        let State::InFlight { live_events, .. } = &mut self.state else { return None };
+        live_events.push(event.clone());
         Some(event)
     }
 
@@ -312,14 +379,14 @@ impl Machine {
         match signal {
             Signal::Started => self.start(&mut out),
             Signal::Connected => {
-                if self.phase == Phase::AwaitConnect && !self.kicked_off {
+                if matches!(self.state, State::AwaitConnect) && !self.kicked_off {
                     self.kick_off(&mut out);
                 }
             }
             Signal::StreamEvent { event, boundary } => self.accept_stream_event(event, boundary, &mut out),
             Signal::Polled(events) => self.accept_polled(events, &mut out),
             Signal::Normalized(turn) => {
-                if self.phase == Phase::AwaitNormalize {
+                if matches!(self.state, State::AwaitNormalize) {
                     self.handle_turn(turn, &mut out);
                 }
             }
@@ -328,11 +395,11 @@ impl Machine {
             Signal::Recovered(uses) => self.recovered(uses, &mut out),
             Signal::DriveFailed(error) => self.drive_failed(error, &mut out),
             Signal::TurnFailed(error) => {
-                if !matches!(self.phase, Phase::Done | Phase::Idle) {
+                if !matches!(self.state, State::Done | State::Idle { .. }) {
                     self.fail_turn(error, &mut out);
                 }
             }
-            Signal::StreamEnded(error) => self.stream_ended(error, &mut out),
+            Signal::StreamEnded(error) => self.stream_ended(error, None, &mut out),
             Signal::Reconnected { pending, history, seen_ids } => {
                 self.reconnected(pending, history, seen_ids, &mut out)
             }
@@ -343,16 +410,16 @@ impl Machine {
     }
 
     fn start(&mut self, out: &mut Vec<Command>) {
-        if self.phase != Phase::Opened {
+        if !matches!(self.state, State::Opened) {
             return;
         }
         if self.config.resumed {
             self.resume_prompt = self.config.prompt.clone();
             self.kicked_off = true;
-            self.phase = Phase::Reconnecting { in_flight: false };
+            self.state = State::Reconnecting { in_flight: false, cause: None, undelivered: None };
             out.push(Command::Reconnect { attempt: 0 });
         } else if self.config.mode == Mode::Streaming {
-            self.phase = Phase::AwaitConnect;
+            self.state = State::AwaitConnect;
         } else {
             self.kick_off(out);
         }
@@ -365,12 +432,10 @@ impl Machine {
     }
 
     fn drive(&mut self, input: TurnInput, out: &mut Vec<Command>) {
-        self.phase = Phase::InFlight;
-        self.live_events.clear();
+        // Only a streaming session that reconnects may send an input again (after a failed push).
+        let sent = (self.config.mode == Mode::Streaming && self.config.reconnects).then(|| input.clone());
+        self.state = State::InFlight { sent, live_events: Vec::new() };
         self.since_input.clear();
-        if self.config.mode == Mode::Streaming && self.config.reconnects {
-            self.last_drive = Some(input.clone());
-        }
         out.push(Command::Drive(input));
     }
 
@@ -389,13 +454,14 @@ impl Machine {
     }
 
     fn accept_stream_event(&mut self, event: Event, boundary: bool, out: &mut Vec<Command>) {
-        if matches!(self.phase, Phase::Done | Phase::Opened) || event.id().is_some_and(|id| self.seen.contains(id)) {
+        // Before `Started` nothing is recorded: the session has not begun (the driver reads no stream then).
+        if matches!(self.state, State::Done | State::Opened) || event.id().is_some_and(|id| self.seen.contains(id)) {
             return;
         }
-        if self.phase == Phase::Idle {
+        if matches!(self.state, State::Idle { .. }) {
             // The loop host started a turn of its own (e.g. after a raw event): a new request.
             self.reset_request();
-            self.phase = Phase::InFlight;
+            self.state = State::in_flight();
         }
         self.record(&event);
         // A new event is progress: the next drop starts its backoff afresh.
@@ -403,19 +469,17 @@ impl Machine {
         self.reconnect_attempts = 0;
         out.push(Command::Forward(event.clone()));
         self.turn_buffer.push(event);
-        if boundary && !matches!(self.phase, Phase::AwaitNormalize | Phase::RunningTools | Phase::Recovering) {
-            self.phase = Phase::AwaitNormalize;
+        if boundary && !matches!(self.state, State::AwaitNormalize | State::RunningTools { .. } | State::Recovering) {
+            self.state = State::AwaitNormalize;
             out.push(Command::Normalize(std::mem::take(&mut self.turn_buffer)));
         }
     }
 
     fn accept_polled(&mut self, events: Vec<Event>, out: &mut Vec<Command>) {
-        if self.phase != Phase::InFlight {
-            return;
-        }
+        let State::InFlight { live_events, .. } = &mut self.state else { return };
         // Events reported live appear among the returned ones in the same order (a retried call may have
         // reported more): skip them by walking both lists forward, linear in the usual case.
-        let live = std::mem::take(&mut self.live_events);
+        let live = std::mem::take(live_events);
         let mut cursor = 0;
         // An event whose id the session has seen (a host that repeats events, within a turn or across turns) is
         // recorded, forwarded and interpreted once.
@@ -431,7 +495,7 @@ impl Machine {
                 fresh.push(event);
             }
         }
-        self.phase = Phase::AwaitNormalize;
+        self.state = State::AwaitNormalize;
         out.push(Command::Normalize(fresh));
     }
 
@@ -463,7 +527,7 @@ impl Machine {
             Terminal::RequiresAction => {
                 let uses = self.unanswered(turn.custom_tool_uses);
                 if uses.is_empty() {
-                    self.phase = Phase::Recovering;
+                    self.state = State::Recovering;
                     let events = if self.config.retention.keeps_all() {
                         self.request.events.to_vec()
                     } else {
@@ -514,28 +578,24 @@ impl Machine {
     }
 
     fn run_tools(&mut self, uses: Vec<ToolUse>, out: &mut Vec<Command>) {
-        self.phase = Phase::RunningTools;
         self.turn_buffer.clear();
-        self.batch = uses.clone();
-        out.push(Command::RunTools(uses));
+        out.push(Command::RunTools(uses.clone()));
+        self.state = State::RunningTools { batch: uses };
     }
 
     fn tools_finished(&mut self, results: Vec<ToolResult>, out: &mut Vec<Command>) {
-        if self.phase != Phase::RunningTools {
-            return;
-        }
-        let tool_uses = std::mem::take(&mut self.batch);
+        let State::RunningTools { batch } = &mut self.state else { return };
+        let tool_uses = std::mem::take(batch);
         self.answered.extend(tool_uses.iter().map(|u| u.id.as_str()));
         self.drive(TurnInput::ToolResults { tool_uses, results }, out);
     }
 
     fn tools_deferred(&mut self, requests: Vec<ApprovalRequest>, out: &mut Vec<Command>) {
-        if self.phase != Phase::RunningTools {
+        if !matches!(self.state, State::RunningTools { .. }) {
             return;
         }
         // Nothing is posted: the host keeps waiting on every call of the batch, and whoever resumes the session
-        // answers them (the ones that ran, from the ledger).
-        self.batch.clear();
+        // answers them (the ones that ran, from the ledger). The batch goes with the phase.
         let partial = Box::new(self.result(Terminal::RequiresAction, TerminalReason::Error));
         self.fail(Error::ApprovalRequired { requests, partial }, out);
     }
@@ -551,7 +611,7 @@ impl Machine {
     }
 
     fn recovered(&mut self, uses: Vec<ToolUse>, out: &mut Vec<Command>) {
-        if self.phase != Phase::Recovering {
+        if !matches!(self.state, State::Recovering) {
             return;
         }
         let found_any = !uses.is_empty();
@@ -561,7 +621,7 @@ impl Machine {
             self.run_tools(fresh, out);
         } else if found_any && self.config.mode == Mode::Streaming {
             // A stale requires_action: everything it names was answered already. Wait for the next boundary.
-            self.phase = Phase::InFlight;
+            self.state = State::in_flight();
         } else {
             let stop_reason = self.request.last_stop_reason.clone();
             let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::Error));
@@ -576,33 +636,38 @@ impl Machine {
         // again, nothing twice. Any other input is sent again only when it certainly was not processed (no
         // connection, 429, 529): a 500 may have been processed, and a second copy of a message would be a second
         // request.
-        let last = self.last_drive.take();
-        let recoverable = match &last {
+        let (sent, live_events) = match &mut self.state {
+            State::InFlight { sent, live_events } => (sent.take(), std::mem::take(live_events)),
+            _ => (None, Vec::new()),
+        };
+        let recoverable = match &sent {
             Some(TurnInput::ToolResults { .. }) => error.is_retryable(),
             Some(_) => error.is_certainly_unprocessed(),
             None => false,
         };
         if self.config.mode == Mode::Streaming && self.config.reconnects && recoverable {
-            if let Some(input) = last {
-                if let TurnInput::ToolResults { tool_uses, .. } = &input {
-                    for tool_use in tool_uses {
+            let undelivered = match sent {
+                Some(TurnInput::ToolResults { tool_uses, .. }) => {
+                    for tool_use in &tool_uses {
                         self.answered.remove(&tool_use.id);
                     }
+                    None
                 }
-                self.undelivered = Some(input);
-            }
-            return self.stream_ended(Some(error), out);
+                other => other,
+            };
+            return self.stream_ended(Some(error), undelivered, out);
         }
         // Events reported live before the failure are part of the record too, each id once (a host may report
         // one twice, or one the request already recorded).
-        for event in std::mem::take(&mut self.live_events) {
+        for event in live_events {
             self.record(&event);
         }
         self.fail_turn(error, out);
     }
 
-    fn stream_ended(&mut self, error: Option<Error>, out: &mut Vec<Command>) {
-        if matches!(self.phase, Phase::Done | Phase::Reconnecting { .. }) {
+    /// The stream ended (or, `undelivered` naming the input, a push failed before it arrived).
+    fn stream_ended(&mut self, error: Option<Error>, undelivered: Option<TurnInput>, out: &mut Vec<Command>) {
+        if matches!(self.state, State::Done | State::Reconnecting { .. }) {
             return;
         }
         if !self.config.reconnects {
@@ -618,52 +683,53 @@ impl Machine {
             }
             self.failed_without_progress = true;
         }
-        let in_flight = matches!(self.phase, Phase::InFlight | Phase::AwaitNormalize | Phase::Recovering);
-        self.schedule_reconnect(in_flight, error, out);
+        let in_flight = matches!(self.state, State::InFlight { .. } | State::AwaitNormalize | State::Recovering);
+        self.schedule_reconnect(in_flight, error, undelivered, out);
     }
 
-    fn schedule_reconnect(&mut self, in_flight: bool, error: Option<Error>, out: &mut Vec<Command>) {
-        self.stream_up = false;
+    /// Asks for the next reconnect attempt (or gives up past `max_attempts`). `cause` is what broke the stream,
+    /// or the last attempt's error.
+    fn schedule_reconnect(
+        &mut self,
+        in_flight: bool,
+        cause: Option<Error>,
+        undelivered: Option<TurnInput>,
+        out: &mut Vec<Command>,
+    ) {
         self.reconnect_attempts = self.reconnect_attempts.saturating_add(1);
         if let Some(max) = self.config.max_reconnect_attempts
             && self.reconnect_attempts > max
         {
-            let cause = error.or_else(|| self.reconnect_cause.take());
             return self.give_up(cause.unwrap_or(Error::StreamClosed), out);
         }
-        if let Some(error) = error {
-            self.reconnect_cause = Some(error);
-        }
-        self.phase = Phase::Reconnecting { in_flight };
+        self.state = State::Reconnecting { in_flight, cause, undelivered };
         out.push(Command::Reconnect { attempt: self.reconnect_attempts });
     }
 
-    /// Stops reconnecting: the request fails, and the stream stays down until the next message.
+    /// Stops reconnecting: the request fails, and the stream stays down until the next message. (What the
+    /// reconnect carried, an undelivered input and the cause, goes with its phase.)
     fn give_up(&mut self, error: Error, out: &mut Vec<Command>) {
         self.reconnect_attempts = 0;
-        self.reconnect_cause = None;
         self.failed_without_progress = false;
-        self.stream_up = false;
-        self.undelivered = None;
         let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::Error));
         out.push(Command::Fail(Error::Turn { source: Box::new(error), partial }));
-        if self.config.live {
+        self.state = if self.config.live {
             // A queued message would only find the stream down again: it waits for the next user message.
-            self.phase = Phase::Idle;
-            self.batch.clear();
+            State::Idle { stream_up: false }
         } else {
-            self.phase = Phase::Done;
-        }
+            State::Done
+        };
     }
 
     fn reconnect_failed(&mut self, error: Error, out: &mut Vec<Command>) {
-        let Phase::Reconnecting { in_flight } = self.phase else { return };
+        let State::Reconnecting { in_flight, cause, undelivered } = &mut self.state else { return };
+        let (in_flight, cause, undelivered) = (*in_flight, cause.take(), undelivered.take());
         if matches!(error, Error::Unsupported { .. }) {
             // The provider cannot reconnect: what broke the stream is the error to report.
-            let cause = self.reconnect_cause.take().unwrap_or(error);
-            self.give_up(cause, out);
+            self.give_up(cause.unwrap_or(error), out);
         } else if self.config.reconnects && error.is_retryable() {
-            self.schedule_reconnect(in_flight, Some(error), out);
+            // This attempt's error is the cause now.
+            self.schedule_reconnect(in_flight, Some(error), undelivered, out);
         } else {
             self.give_up(error, out);
         }
@@ -676,14 +742,18 @@ impl Machine {
         seen_ids: Vec<String>,
         out: &mut Vec<Command>,
     ) {
-        let Phase::Reconnecting { in_flight } = self.phase else { return };
-        self.stream_up = true;
+        let Phase::Reconnecting { in_flight } = self.phase() else { return };
+        // The stream is back: leave `Reconnecting` at once, as a turn in flight (which every branch below either
+        // continues or replaces). The cause goes with the phase; an undelivered input is sent below.
+        let undelivered = match std::mem::replace(&mut self.state, State::in_flight()) {
+            State::Reconnecting { undelivered, .. } => undelivered,
+            _ => None,
+        };
         if self.reconnect_attempts > 0 {
             // A reconnect after a drop (attempt 0 is a resumed session's first attach). The attempt count resets
             // with the next new event, not here: a stream that reopens and drops at once must back off.
             self.request.reconnects = self.request.reconnects.saturating_add(1);
         }
-        self.reconnect_cause = None;
         let mut pending = pending;
         if self.config.resumed && !self.config.resume_tool_uses.is_empty() {
             // The first attach of a resumed session: the calls the caller knows about join the recovered ones.
@@ -693,26 +763,22 @@ impl Machine {
         if in_flight {
             // Missed events continue the buffered turn and may end it; a completed turn is handled as usual
             // (and runs its tools), so pending calls matter only when the turn has not ended yet.
-            self.phase = Phase::InFlight;
             for (event, boundary) in history {
                 self.accept_stream_event(event, boundary, out);
             }
             self.seen.extend(seen_ids);
-            if self.phase != Phase::InFlight {
-                self.undelivered = None;
+            if !matches!(self.state, State::InFlight { .. }) {
                 return;
             }
         } else {
+            // Not in a turn: what the history holds was handled before the drop (old turns are not replayed).
             self.seen.extend(seen_ids);
         }
         if !pending.is_empty() {
-            self.undelivered = None;
             self.remember_tool_uses(&pending);
             return self.run_tools(pending, out);
         }
-        if let Some(input) = self.undelivered.take()
-            && !matches!(input, TurnInput::ToolResults { .. })
-        {
+        if let Some(input) = undelivered {
             return self.drive(input, out);
         }
         if in_flight {
@@ -723,26 +789,26 @@ impl Machine {
             return self.drive(TurnInput::Message { text: prompt }, out);
         }
         if !self.kicked_off {
-            self.phase = Phase::AwaitConnect;
+            self.state = State::AwaitConnect;
             return;
         }
         if self.config.live {
             self.go_idle(out);
         } else {
-            self.phase = Phase::Done;
+            self.state = State::Done;
             out.push(Command::Fail(Error::NothingToResume));
         }
     }
 
     fn user_message(&mut self, text: String, out: &mut Vec<Command>) {
-        match self.phase {
-            Phase::Done => {}
-            Phase::Idle if !self.stream_up => {
+        match self.state {
+            State::Done => {}
+            State::Idle { stream_up: false } => {
                 // The stream was given up on: reconnect first; the message waits in the queue.
                 self.queued_messages.push_back(text);
-                self.schedule_reconnect(false, None, out);
+                self.schedule_reconnect(false, None, None, out);
             }
-            Phase::Idle => {
+            State::Idle { stream_up: true } => {
                 self.reset_request();
                 self.drive(TurnInput::Message { text }, out);
             }
@@ -792,13 +858,14 @@ impl Machine {
         if self.config.live {
             self.go_idle(out);
         } else {
-            self.phase = Phase::Done;
+            self.state = State::Done;
         }
     }
 
+    /// A live session with nothing in flight delivers its next queued message, if any. The stream stays as it
+    /// was: down only when the request ended while the session was reconnecting (or had given up).
     fn go_idle(&mut self, out: &mut Vec<Command>) {
-        self.phase = Phase::Idle;
-        self.batch.clear();
+        self.state = State::Idle { stream_up: self.stream_up() };
         if let Some(next) = self.queued_messages.pop_front() {
             self.user_message(next, out);
         }

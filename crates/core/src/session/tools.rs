@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 use tracing::field::Empty;
 
-use super::driver::{Notification, NotificationSender};
+use super::handle::{Notification, NotificationSender};
 use super::unwind::{CatchUnwind, panic_message};
 use crate::approval::{ApprovalRequest, DENIED_WITHOUT_REASON, Decision, Permission};
 use crate::ledger::{LedgerEntry, ToolLedger};

@@ -6,6 +6,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use crate::{Error, Provider};
+
 /// Turns a panic while polling the inner future into an `Err` with the panic payload.
 pub(crate) struct CatchUnwind<F: ?Sized>(Pin<Box<F>>);
 
@@ -38,4 +40,18 @@ pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
     } else {
         "a non-string payload".to_string()
     }
+}
+
+/// The error for a provider that panicked in `operation`.
+pub(crate) fn provider_panicked<P: Provider + ?Sized>(
+    provider: &P,
+    operation: &str,
+    panic: &(dyn Any + Send),
+) -> Error {
+    Error::provider(
+        provider.name(),
+        Some("panic".to_string()),
+        format!("{operation} panicked: {}", panic_message(panic)),
+        false,
+    )
 }
