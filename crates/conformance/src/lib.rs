@@ -118,7 +118,7 @@
 //!
 //! Then declare what your backend injects ([`BackendCapabilities::with_fault`]) and the [`faults`] matrix runs
 //! each case at every position, live and synchronous. The emulators of this workspace (`ClaudeEmulator`,
-//! `AgentCoreEmulator`, `ChatEmulator`) are built this way.
+//! `AgentCoreEmulator`, `LocalEmulator`) are built this way.
 //!
 //! The suite's scenarios are part of this crate's API: pin its version, and expect new scenarios in minor
 //! releases.

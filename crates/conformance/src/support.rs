@@ -144,3 +144,33 @@ pub fn blocking_tool(counter: TaskCounter, started: Arc<Notify>, finished: Arc<A
         }
     })
 }
+
+/// Scripts for checking that concurrent sessions each play their own script: each session whose kickoff prompt is
+/// `who` calls the tool `gate` once (call id `call_<who>`, input `{"who", "key", "index"}`: its prompt, the key
+/// the emulator gave it and how many sessions started before it), then answers `done <who>`. Pair it with
+/// [`gate`], so that every session is mid-script before any finishes.
+pub fn telling_scripts() -> crate::Scripts {
+    use crate::{RecordedInput, Script, ScriptTurn};
+    crate::Scripts::per_session(|session| {
+        let Some(RecordedInput::Kickoff { prompt: Some(who), outcome: None }) = session.first_input else {
+            return Script::new();
+        };
+        let told = serde_json::json!({"who": who, "key": session.session_id, "index": session.index});
+        Script::new()
+            .turn(ScriptTurn::tool_call(format!("call_{who}"), "gate", told))
+            .turn(ScriptTurn::text(format!("done {who}")))
+    })
+}
+
+/// A handler whose calls return (`gate passed by <who>`, from the input's `who`) only once `parties` calls are in
+/// it together: the sessions of a [`telling_scripts`] run are all mid-script before any finishes.
+pub fn gate(parties: usize) -> impl Handler + Clone {
+    let barrier = Arc::new(tokio::sync::Barrier::new(parties));
+    managed_agents_core::tool_fn(move |_, input: Value| {
+        let barrier = Arc::clone(&barrier);
+        async move {
+            barrier.wait().await;
+            Ok(format!("gate passed by {}", input["who"].as_str().unwrap_or_default()))
+        }
+    })
+}

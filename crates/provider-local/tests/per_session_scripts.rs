@@ -3,15 +3,14 @@
 //! conversation's turns, and a shared script still hands its turns to whoever asks.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptTurn, Scripts};
+use managed_agents_conformance::support;
+use managed_agents_conformance::{Fault, Script, ScriptTurn, Scripts};
 use managed_agents_core::{Error, Session, SessionOptions, tool_fn};
 use managed_agents_local::Local;
 use managed_agents_local::emulator::{LocalEmulator, conversation_key};
 use serde_json::{Value, json};
-use tokio::sync::Barrier;
 
 fn provider(emulator: &LocalEmulator) -> Local {
     emulator.provider_builder().build().unwrap()
@@ -38,27 +37,12 @@ fn opening(body: &Value) -> &str {
 
 #[tokio::test]
 async fn concurrent_conversations_each_play_their_own_script() {
-    // The factory's script shows what it was told: the session's key, its kickoff, how many came before.
-    let scripts = Scripts::per_session(|session| {
-        let Some(RecordedInput::Kickoff { prompt: Some(who), outcome: None }) = session.first_input else {
-            return Script::new();
-        };
-        let told = json!({"who": who, "key": session.session_id, "index": session.index});
-        Script::new()
-            .turn(ScriptTurn::tool_call(format!("call_{who}"), "gate", told))
-            .turn(ScriptTurn::text(format!("done {who}")))
-    });
+    // Each session's script shows what it was told: its key, its kickoff, how many came before; the tool
+    // returns only once both are in it, so each is mid-script before either finishes.
+    let scripts = support::telling_scripts();
     let emulator = LocalEmulator::start(scripts).await.unwrap();
     let provider = provider(&emulator);
-    // The tool returns only once both conversations are in it: each is mid-script before either finishes.
-    let barrier = Arc::new(Barrier::new(2));
-    let handler = tool_fn(move |_, input: Value| {
-        let barrier = Arc::clone(&barrier);
-        async move {
-            barrier.wait().await;
-            Ok(format!("gate passed by {}", input["who"].as_str().unwrap_or_default()))
-        }
-    });
+    let handler = support::gate(2);
     let (alpha, beta) = tokio::join!(
         Session::run(&provider, handler.clone(), options("alpha")),
         Session::run(&provider, handler, options("beta")),

@@ -28,7 +28,7 @@
 //! [`Scripts::shared`](managed_agents_conformance::Scripts::shared)), whose turns go to whichever call comes next,
 //! or [`Scripts::per_session`](managed_agents_conformance::Scripts::per_session), which builds a fresh script for
 //! each runtime session (the `X-Amzn-Bedrock-AgentCore-Runtime-Session-Id` the client sends) on its first call,
-//! given that id and the kickoff (see the `ChatEmulator` docs of the Local provider's emulator for an example).
+//! given that id and the kickoff (see the `LocalEmulator` docs of the Local provider's emulator for an example).
 //! Everything a turn does is then per session: an `HttpError` or a truncation meets each session's first call of the
 //! turn, the reasoning a resume must echo is numbered by the session's own turns, and a spent script reports how many
 //! turns that session played.
