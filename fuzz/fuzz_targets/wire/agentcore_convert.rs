@@ -63,25 +63,6 @@ fn json<'a>(u: &mut Unstructured<'a>, depth: u32) -> Result<Value> {
     })
 }
 
-const STOP_REASONS: &[&str] = &[
-    "end_turn",
-    "stop_sequence",
-    "tool_use",
-    "tool_use",
-    "tool_result",
-    "max_tokens",
-    "max_output_tokens_exceeded",
-    "model_context_window_exceeded",
-    "max_iterations_exceeded",
-    "timeout_exceeded",
-    "content_filtered",
-    "malformed_model_output",
-    "malformed_tool_use",
-    "interrupted",
-    "hook_stopped",
-    "partial_turn",
-];
-
 fn start<'a>(u: &mut Unstructured<'a>) -> Result<HarnessContentBlockStart> {
     Ok(match u.int_in_range(0u8..=3)? {
         0..=2 => {
@@ -183,7 +164,7 @@ fn sdk_event<'a>(u: &mut Unstructured<'a>) -> Result<(InvokeHarnessStreamOutput,
         7 => (
             InvokeHarnessStreamOutput::MessageStop(
                 HarnessMessageStopEvent::builder()
-                    .stop_reason(HarnessStopReason::from(word(u, STOP_REASONS)?.as_str()))
+                    .stop_reason(HarnessStopReason::from(word(u, StopReason::KNOWN)?.as_str()))
                     .build()
                     .expect("every required field is set"),
             ),
