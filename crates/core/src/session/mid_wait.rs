@@ -216,6 +216,21 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_interrupt_is_pushed_naming_its_thread_and_refused_like_an_interrupt() {
+        let thread = |reply| HandleCommand::InterruptThread("sthr_1".into(), reply);
+        let (outcome, _) = ask(&mut answers(true, true), WaitKind::Events, thread);
+        let MidWait::Push { input: TurnInput::InterruptThread { thread_id }, operation: "interrupt", .. } = outcome
+        else {
+            panic!("not a push of the thread interrupt")
+        };
+        assert_eq!(thread_id, "sthr_1");
+        for mut refusing in [answers(false, true), answers(true, false)] {
+            let (_, reply) = ask(&mut refusing, WaitKind::Events, thread);
+            assert!(matches!(reply, Some(Err(Error::Unsupported { operation: "interrupt", .. }))), "{reply:?}");
+        }
+    }
+
+    #[test]
     fn a_decision_no_call_waits_for_is_not_found_in_every_wait() {
         for wait in ALL {
             let mut answers = answers(true, true);
