@@ -111,6 +111,35 @@
 //! # }
 //! ```
 //!
+//! ## A run's model, credential and destination
+//!
+//! [`SessionOptions::model_config`] chooses, per run, the model (a catalog id such as
+//! `"anthropic:claude-sonnet-4-6"`, or a bare wire id) and — on providers with a [`DataPlane`] — the credential and
+//! base URL this run's requests use; the provider's own settings and every other session stay as they are. The
+//! whole configuration is checked against the provider before anything is sent ([`SessionOptions::check`]): a
+//! catalog the provider cannot serve is [`Error::UnsupportedModel`], a credential on a provider without a data
+//! plane [`Error::DataPlaneUnsupported`]. The credential is a [`Secret`]: it never prints and is never
+//! serialized.
+//!
+//! ```
+//! use managed_agents_conformance::{Script, ScriptTurn, reference::RequestResponseReference};
+//! use managed_agents_core::{Error, ModelConfig, NoTools, Session, SessionOptions};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Error> {
+//! let provider = RequestResponseReference::new(Script::new().turn(ScriptTurn::text("Hello.")));
+//! let refused = SessionOptions::new().model("openai:gpt-4.1");
+//! let error = Session::run(&provider, NoTools, refused).await.unwrap_err();
+//! assert!(matches!(error, Error::UnsupportedModel { .. }));
+//! let keyed = SessionOptions::new().model_config(ModelConfig::new().credential("sk-run-key"));
+//! let error = Session::run(&provider, NoTools, keyed).await.unwrap_err();
+//! assert!(matches!(error, Error::DataPlaneUnsupported { setting: "credential", .. }));
+//! let result = Session::run(&provider, NoTools, SessionOptions::new().model("reference:small")).await?;
+//! assert_eq!(result.text, "Hello.");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Delivery guarantees
 //!
 //! [`SessionResult::events`] holds every event of a request exactly once, in both modes: an event whose id the
