@@ -22,9 +22,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::Error;
 use crate::approval::{ApprovalRequest, Decision};
 use crate::ledger::{LedgerEntry, MemoryLedger, ToolLedger};
+use crate::{Error, ModelConfig};
 
 /// Where a conversation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -101,6 +101,11 @@ pub struct Conversation {
     pub last_error: Option<String>,
     /// How many requests it has run.
     pub requests: u64,
+    /// The model configuration its requests chose (model, destination, telemetry metadata), **never with a
+    /// credential**: a credential is given again with each request. Empty when no request chose one (and for
+    /// records written before this field existed). Every store drops a credential it is handed here.
+    #[serde(default, skip_serializing_if = "ModelConfig::is_empty")]
+    pub model_config: ModelConfig,
     /// When it was created, in milliseconds since the Unix epoch.
     pub created_at_ms: i64,
     /// When it was last saved, in milliseconds since the Unix epoch.
@@ -120,6 +125,7 @@ impl Conversation {
             metadata: Map::new(),
             last_error: None,
             requests: 0,
+            model_config: ModelConfig::new(),
             created_at_ms: now,
             updated_at_ms: now,
         }
@@ -379,6 +385,8 @@ impl SessionStore for MemorySessionStore {
             return Err(lease_lost(&conversation.external_id));
         }
         let mut record = conversation.clone();
+        // What a durable store would keep: never the credential.
+        record.model_config = record.model_config.without_credential();
         if let Some(stored) = state.conversations.get(&conversation.external_id) {
             record.created_at_ms = stored.created_at_ms;
         }
@@ -474,5 +482,38 @@ impl SessionStore for MemorySessionStore {
             approvals.retain(|stored| stored.request.tool_use.id != tool_use_id);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_memory_store_keeps_a_model_config_without_its_credential() {
+        let store = MemorySessionStore::new();
+        let lease = store.acquire("c1", "w", Duration::from_secs(60)).await.unwrap().unwrap();
+        let mut conversation = Conversation::new("c1", "local");
+        conversation.model_config =
+            ModelConfig::new().model("m").credential("sk-memory-secret").destination("http://127.0.0.1:9");
+        store.save(&conversation, &lease).await.unwrap();
+        let loaded = store.load("c1").await.unwrap().unwrap();
+        assert_eq!(loaded.model_config, conversation.model_config.without_credential());
+        let kept = store.state().conversations["c1"].model_config.clone();
+        assert!(kept.credential.is_none(), "the store's own copy holds no credential");
+    }
+
+    #[test]
+    fn a_record_serialized_before_model_configs_reads_as_none() {
+        let old = serde_json::json!({
+            "external_id": "c1", "provider": "local", "session_id": null, "status": "idle", "transcript": null,
+            "metadata": {}, "last_error": null, "requests": 1, "created_at_ms": 1, "updated_at_ms": 2
+        });
+        let read: Conversation = serde_json::from_value(old).unwrap();
+        assert!(read.model_config.is_empty());
+        let mut conversation = Conversation::new("c2", "local");
+        conversation.model_config = ModelConfig::new().model("m").credential("sk-serde-secret");
+        let text = serde_json::to_string(&conversation).unwrap();
+        assert!(text.contains("\"model\":\"m\"") && !text.contains("sk-serde-secret"), "{text}");
     }
 }

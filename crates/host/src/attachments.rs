@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use managed_agents_core::SessionHandle;
 use managed_agents_core::conversation::Conversation;
+use managed_agents_core::{ModelConfig, SessionHandle};
 
 use crate::lease::HeldLease;
 
@@ -26,6 +26,9 @@ pub(crate) struct Attached {
     pub(crate) handle: SessionHandle,
     pub(crate) lease: HeldLease,
     pub(crate) record: Conversation,
+    /// The model configuration the live session runs with, credential included (in this process's memory only,
+    /// as long as the session that holds it anyway).
+    pub(crate) run: ModelConfig,
 }
 
 impl Attachments {

@@ -9,13 +9,13 @@ use managed_agents_core::conversation::{
     Conversation, ConversationFilter, ConversationStatus, SessionStore, StoredApproval,
 };
 use managed_agents_core::ledger;
-use managed_agents_core::{Error, Handler, Provider, Session, SessionOptions, SessionResult, ToolUse};
-use serde_json::{Map, Value};
+use managed_agents_core::{Error, Handler, ModelConfig, Provider, Session, SessionOptions, SessionResult, ToolUse};
 
 use crate::attachments::Attachments;
 use crate::lease::{BusyPolicy, HeldLease, LeaseRequest};
 use crate::opened::Opened;
 use crate::permission::HostPermission;
+use crate::request::{ModelPlan, RequestOptions, plan};
 use crate::state::HostState;
 
 /// Drives conversations keyed by an external id over a [`SessionStore`]. Cheap to clone (the clones share
@@ -40,8 +40,8 @@ impl std::fmt::Debug for Host {
 
 /// What one request does.
 pub(crate) enum Request {
-    /// Delivers a user message (opening the conversation, with this metadata, when it is new).
-    Message { text: String, metadata: Map<String, Value> },
+    /// Delivers a user message (opening the conversation when it is new).
+    Message { text: String },
     /// Answers the calls the conversation waits on, with no new message.
     Resume,
 }
@@ -74,26 +74,33 @@ impl Host {
     /// A message to a conversation that waits answers the waiting calls first (with the stored answers, or by
     /// asking the permission hook again); while one stays deferred, the message is not delivered and the answer
     /// is [`Error::ApprovalRequired`] again.
+    ///
+    /// The request runs with the conversation's stored model configuration (none for a new one) and the host's
+    /// defaults; [`Host::send_with`] gives it a model configuration (and a new conversation metadata).
     pub async fn send(&self, external_id: &str, message: impl Into<String>) -> Result<SessionResult, Error> {
-        self.send_with_metadata(external_id, message, Map::new()).await
+        self.send_with(external_id, message, RequestOptions::new()).await
     }
 
-    /// [`Host::send`], giving a new conversation `metadata` (searchable with [`ConversationFilter::metadata`]).
-    /// An existing conversation keeps its metadata.
-    pub async fn send_with_metadata(
+    /// [`Host::send`] with `options`: metadata for a new conversation (an existing one keeps its own), and a model
+    /// configuration whose model, destination and metadata are stored with the conversation for the requests
+    /// after it and whose credential serves this request only (see the
+    /// [crate documentation](crate#model-configuration)). A configuration the provider cannot take — a
+    /// credential or destination on a provider without a [`DataPlane`](managed_agents_core::DataPlane), a
+    /// model it cannot serve — is refused before anything is sent or saved.
+    pub async fn send_with(
         &self,
         external_id: &str,
         message: impl Into<String>,
-        metadata: Map<String, Value>,
+        options: RequestOptions,
     ) -> Result<SessionResult, Error> {
         let text = message.into();
         match self.inner.keep_attached {
             // A client-held conversation has nothing worth keeping attached: each request reopens it from its
             // transcript anyway.
             Some(idle) if !self.inner.provider.capabilities().transcript => {
-                self.send_attached(external_id, text, metadata, idle).await
+                self.send_attached(external_id, text, &options, idle).await
             }
-            _ => self.request(external_id, Request::Message { text, metadata }, Instant::now()).await,
+            _ => self.request(external_id, Request::Message { text }, &options, Instant::now()).await,
         }
     }
 
@@ -102,9 +109,16 @@ impl Host {
     /// with the stored decisions — and the request runs to its end. [`Error::NothingToResume`] when nothing
     /// waits; [`Error::NotFound`] when there is no such conversation.
     pub async fn resume(&self, external_id: &str) -> Result<SessionResult, Error> {
+        self.resume_with(external_id, RequestOptions::new()).await
+    }
+
+    /// [`Host::resume`] with `options`' model configuration (as for [`Host::send_with`]; a conversation that
+    /// runs with a credential of its own needs it again here). Its metadata is not used: resuming never creates
+    /// a conversation.
+    pub async fn resume_with(&self, external_id: &str, options: RequestOptions) -> Result<SessionResult, Error> {
         let since = Instant::now();
         self.detach_now(external_id, since).await?;
-        self.request(external_id, Request::Resume, since).await
+        self.request(external_id, Request::Resume, &options, since).await
     }
 
     /// Allows the deferred call `tool_use_id` of conversation `external_id` (from any process; no lease).
@@ -213,19 +227,27 @@ impl Host {
         .await
     }
 
-    async fn request(&self, external_id: &str, request: Request, since: Instant) -> Result<SessionResult, Error> {
+    async fn request(
+        &self,
+        external_id: &str,
+        request: Request,
+        options: &RequestOptions,
+        since: Instant,
+    ) -> Result<SessionResult, Error> {
         let lease = self.take_lease(external_id, since).await?;
-        let outcome = lease.guard(self.drive(&lease, external_id, request)).await;
+        let outcome = lease.guard(self.drive(&lease, external_id, request, options)).await;
         lease.release().await;
         outcome
     }
 
-    /// One request under `lease`: load, mark running, run, save what came of it.
+    /// One request under `lease`: load, check the model configuration, mark running (storing the configuration),
+    /// run, save what came of it.
     pub(crate) async fn drive(
         &self,
         lease: &HeldLease,
         external_id: &str,
         request: Request,
+        asked: &RequestOptions,
     ) -> Result<SessionResult, Error> {
         let inner = &self.inner;
         let store = &inner.store;
@@ -236,9 +258,9 @@ impl Host {
             }
             (Some(record), _) => record,
             (None, Request::Resume) => return Err(not_found(external_id)),
-            (None, Request::Message { metadata, .. }) => {
+            (None, Request::Message { .. }) => {
                 let mut record = Conversation::new(external_id, provider.name());
-                record.metadata = metadata.clone();
+                record.metadata = asked.metadata.clone();
                 record
             }
         };
@@ -257,8 +279,11 @@ impl Host {
         if matches!(request, Request::Resume) && !attachable {
             return Err(Error::NothingToResume);
         }
+        // Refused here, nothing was sent and the record (if any) is as it was.
+        let models = self.model_plan(&record, asked)?;
         let waiting = self.still_waiting(&record, lease).await?;
-        let options = self.options_for(&record, &request, waiting.clone());
+        let options = self.options_for(&record, &request, waiting.clone(), &models.run);
+        record.model_config = models.stored;
         record.status = ConversationStatus::Running;
         record.requests = record.requests.saturating_add(1);
         store.save(&record, &lease.lease()).await?;
@@ -344,11 +369,26 @@ impl Host {
         Ok(waiting)
     }
 
-    /// The request's session options: the template, the prompt, the session to reattach, the ledger and the
-    /// permission hook.
-    fn options_for(&self, record: &Conversation, request: &Request, waiting: Vec<ToolUse>) -> SessionOptions {
+    /// The model configuration a request of `record`'s conversation stores and runs with ([`plan`]), checked
+    /// against the provider as the session will check it ([`SessionOptions::check`]).
+    pub(crate) fn model_plan(&self, record: &Conversation, asked: &RequestOptions) -> Result<ModelPlan, Error> {
+        let template = &self.inner.options;
+        let models = plan(&record.external_id, &record.model_config, &asked.model_config, template.model_config_ref())?;
+        template.clone().model_config(models.run.clone()).check(&*self.inner.provider)?;
+        Ok(models)
+    }
+
+    /// The request's session options: the template, the prompt, the session to reattach, the run's model
+    /// configuration, the ledger and the permission hook.
+    fn options_for(
+        &self,
+        record: &Conversation,
+        request: &Request,
+        waiting: Vec<ToolUse>,
+        run: &ModelConfig,
+    ) -> SessionOptions {
         let inner = &self.inner;
-        let mut options = inner.options.clone();
+        let mut options = inner.options.clone().model_config(run.clone());
         if let Some(agent) = &inner.agent {
             options = options.agent(agent.clone());
         }
@@ -372,10 +412,10 @@ impl Host {
         self.with_services(options.resume_tool_uses(waiting), record)
     }
 
-    /// The options of a live session kept attached to `record`'s session (nothing pending, no prompt: it waits
-    /// for messages).
-    pub(crate) fn live_options(&self, record: &Conversation) -> SessionOptions {
-        let mut options = self.inner.options.clone();
+    /// The options of a live session kept attached to `record`'s session, running with `run` (nothing pending,
+    /// no prompt: it waits for messages).
+    pub(crate) fn live_options(&self, record: &Conversation, run: &ModelConfig) -> SessionOptions {
+        let mut options = self.inner.options.clone().model_config(run.clone());
         if let Some(agent) = &self.inner.agent {
             options = options.agent(agent.clone());
         }

@@ -88,10 +88,52 @@
 //! given idle time; the next message, from any process, reattaches. [`Host::is_attached`] says whether this
 //! host holds one right now.
 //!
+//! ## Model configuration
+//!
+//! A request may choose its model configuration ([`Host::send_with`] / [`Host::resume_with`] with
+//! [`RequestOptions::model_config`]): the model, and — on providers with a
+//! [`DataPlane`](managed_agents_core::DataPlane) — the credential and destination its requests use.
+//!
+//! * The conversation **stores** the configuration without its credential
+//!   ([`Conversation::model_config`](managed_agents_core::conversation::Conversation::model_config)): the first
+//!   request's, then each later request's model, destination and metadata replace the stored ones they name.
+//!   A request that names none runs with the stored configuration — also in another process, or after a restart.
+//! * The **credential** is never stored: a request uses its own, else the one in the host's
+//!   [`HostBuilder::session_options`] template, else the provider's. A destination the conversation stored is
+//!   reached only with the request's own credential: a request without one is refused (name the destination
+//!   again to send the provider's own key there), so no key the host holds goes to an address an earlier request
+//!   chose.
+//! * The host's template fills whatever the conversation leaves unset, and is not stored.
+//! * A configuration the provider cannot take (a credential on a provider without a data plane, a model it
+//!   cannot serve: [`SessionOptions::check`](managed_agents_core::SessionOptions::check)) is refused before
+//!   anything is sent or saved: a new conversation is not created, an existing one is left as it was.
+//! * An attached conversation ([`HostBuilder::keep_attached`]) keeps its live session for a message whose
+//!   configuration runs the same (credential included); any other reattaches with the new one.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use managed_agents_conformance::{Script, ScriptTurn, reference::RequestResponseReference};
+//! use managed_agents_core::conversation::MemorySessionStore;
+//! use managed_agents_core::{Error, ModelConfig, NoTools};
+//! use managed_agents_host::{Host, RequestOptions};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Error> {
+//! let provider = Arc::new(RequestResponseReference::new(Script::new().turn(ScriptTurn::text("hi"))));
+//! let host = Host::builder(provider, MemorySessionStore::new(), NoTools).build()?;
+//! // The reference provider has no data plane: a run cannot bring its own credential, and nothing is stored.
+//! let tenant = RequestOptions::new().model_config(ModelConfig::new().credential("sk-tenant"));
+//! let refused = host.send_with("thread-7", "Hello", tenant).await.unwrap_err();
+//! assert!(matches!(refused, Error::DataPlaneUnsupported { setting: "credential", .. }));
+//! assert!(host.conversation("thread-7").await?.is_none());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Lookup and management
 //!
-//! [`Host::conversation`], [`Host::list`] (by status, provider, metadata given with
-//! [`Host::send_with_metadata`]), [`Host::terminate`] and [`Host::delete`] (which also drops the transcript and
+//! [`Host::conversation`], [`Host::list`] (by status, provider, metadata given with [`Host::send_with`]),
+//! [`Host::terminate`] and [`Host::delete`] (which also drops the transcript and
 //! the pending approvals), the last two under the lease.
 
 mod attachments;
@@ -100,9 +142,11 @@ mod lease;
 mod live;
 mod opened;
 mod permission;
+mod request;
 mod settings;
 mod state;
 
 pub use host::Host;
 pub use lease::{BusyPolicy, DEFAULT_BUSY_WAIT};
+pub use request::RequestOptions;
 pub use settings::{DEFAULT_LEASE_TTL, HostBuilder, MAX_LEASE_TTL, MIN_LEASE_TTL, default_holder};

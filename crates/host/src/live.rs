@@ -13,12 +13,12 @@ use tokio::time::Instant;
 use managed_agents_core::approval::ApprovalRequest;
 use managed_agents_core::conversation::ConversationStatus;
 use managed_agents_core::{Error, Notification, Session, SessionHandle, SessionResult, Terminal, TerminalReason};
-use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::attachments::{Attached, Slot};
 use crate::host::{Host, Request};
 use crate::lease::BusyPolicy;
+use crate::request::RequestOptions;
 
 /// What a live session's next notification meant for the request.
 enum Next {
@@ -44,23 +44,35 @@ async fn next(handle: &mut SessionHandle) -> Result<Next, Error> {
 /// The request as far as the host knows it when a live session deferred a call: its session id. (A live
 /// session reports a request's events only when it ends.)
 impl Host {
-    /// [`Host::send`] with the conversation kept attached for `idle` after the request.
+    /// [`Host::send_with`] with the conversation kept attached for `idle` after the request. A message whose
+    /// model configuration changes what the live session runs with (model, destination, metadata, credential)
+    /// detaches it and attaches anew with the new one; one the provider refuses leaves the attachment as it was.
     pub(crate) async fn send_attached(
         &self,
         external_id: &str,
         text: String,
-        metadata: Map<String, Value>,
+        options: &RequestOptions,
         idle: Duration,
     ) -> Result<SessionResult, Error> {
         let since = Instant::now();
         let mut slot = self.lock_slot(external_id, since).await?;
         slot.generation = slot.generation.wrapping_add(1);
         let (attached, outcome) = match slot.attached.take() {
-            Some(attached) if !attached.lease.is_lost() => self.message_attached(attached, text).await,
+            Some(mut attached) if !attached.lease.is_lost() => match self.model_plan(&attached.record, options) {
+                Err(error) => (Some(attached), Err(error)),
+                Ok(models) if models.run == attached.run => {
+                    attached.record.model_config = models.stored;
+                    self.message_attached(attached, text).await
+                }
+                Ok(_) => {
+                    self.detach(attached, ConversationStatus::Detached).await;
+                    self.attach(external_id, text, options, since).await
+                }
+            },
             stale => {
                 // A lease lost while attached: the other worker's record stands; nothing of ours is written.
                 drop(stale);
-                self.attach(external_id, text, metadata, since).await
+                self.attach(external_id, text, options, since).await
             }
         };
         if let Some(attached) = attached {
@@ -119,14 +131,14 @@ impl Host {
         &self,
         external_id: &str,
         text: String,
-        metadata: Map<String, Value>,
+        options: &RequestOptions,
         since: Instant,
     ) -> (Option<Attached>, Result<SessionResult, Error>) {
         let lease = match self.take_lease(external_id, since).await {
             Ok(lease) => lease,
             Err(error) => return (None, Err(error)),
         };
-        let outcome = lease.guard(self.drive(&lease, external_id, Request::Message { text, metadata })).await;
+        let outcome = lease.guard(self.drive(&lease, external_id, Request::Message { text }, options)).await;
         let result = match outcome {
             Ok(result) => result,
             Err(error) => {
@@ -141,8 +153,17 @@ impl Host {
                 return (None, Ok(result));
             }
         };
-        match Session::start(self.provider(), self.handler(), self.live_options(&record)).await {
-            Ok(handle) => (Some(Attached { handle, lease, record }), Ok(result)),
+        // Planned again from the record the request stored: the same run configuration the request had.
+        let run = match self.model_plan(&record, options) {
+            Ok(models) => models.run,
+            Err(error) => {
+                tracing::warn!(external_id, %error, "could not keep a conversation attached");
+                lease.release().await;
+                return (None, Ok(result));
+            }
+        };
+        match Session::start(self.provider(), self.handler(), self.live_options(&record, &run)).await {
+            Ok(handle) => (Some(Attached { handle, lease, record, run }), Ok(result)),
             Err(error) => {
                 // The request is done; the conversation just is not kept attached.
                 tracing::warn!(external_id, %error, "could not keep a conversation attached");
@@ -199,7 +220,7 @@ impl Host {
 
     /// A deferred call ends the attachment: the request is stored, the conversation waits for its answer.
     async fn detach_deferred(&self, attached: Attached, request: ApprovalRequest) -> Result<SessionResult, Error> {
-        let Attached { handle, lease, mut record } = attached;
+        let Attached { handle, lease, mut record, .. } = attached;
         handle.close().await;
         let external_id = record.external_id.clone();
         let saved = async {
@@ -216,7 +237,7 @@ impl Host {
 
     /// Closes the live session, records `status` and gives the lease back.
     async fn detach(&self, attached: Attached, status: ConversationStatus) {
-        let Attached { handle, lease, mut record } = attached;
+        let Attached { handle, lease, mut record, .. } = attached;
         handle.close().await;
         if !lease.is_lost() {
             record.status = status;

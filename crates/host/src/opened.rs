@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use managed_agents_core::conversation::{Conversation, Lease, SessionStore};
 use managed_agents_core::{
-    AgentHandle, AgentSpec, Capabilities, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest, Provider,
-    ToolUse, TurnResult,
+    AgentHandle, AgentSpec, Capabilities, DataPlane, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest,
+    Provider, ThreadUpdate, ToolUse, TurnResult,
 };
+use serde_json::Value;
 
 /// `inner`, saving each opened session's id into `record` (under `lease`).
 pub(crate) struct Opened<'a> {
@@ -34,6 +35,18 @@ impl Provider for Opened<'_> {
 
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities()
+    }
+
+    fn data_plane(&self) -> DataPlane {
+        self.inner.data_plane()
+    }
+
+    fn native_model(&self, id: &str) -> Result<Value, Error> {
+        self.inner.native_model(id)
+    }
+
+    fn thread_update(&self, event: &Event) -> Option<ThreadUpdate> {
+        self.inner.thread_update(event)
     }
 
     async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {

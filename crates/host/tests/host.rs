@@ -19,7 +19,7 @@ use managed_agents_conformance::{RecordedInput, Script, ScriptTurn};
 use managed_agents_core::approval::{Decision, permission_fn};
 use managed_agents_core::conversation::{ConversationFilter, ConversationStatus, SessionStore};
 use managed_agents_core::{AgentHandle, Error, Provider, ToolResult, tool_fn};
-use managed_agents_host::{BusyPolicy, Host, HostBuilder};
+use managed_agents_host::{BusyPolicy, Host, HostBuilder, RequestOptions};
 use serde_json::{Map, json};
 use support::{Kind, Place, Tapped, Taps, unique};
 
@@ -315,8 +315,9 @@ async fn conversations_are_listed_terminated_and_deleted(place: Place) {
     let team = unique("team");
     let mut metadata = Map::new();
     metadata.insert("team".into(), json!(team));
-    host.send_with_metadata(&a, "hi", metadata.clone()).await.expect("a");
-    host.send_with_metadata(&b, "hi", metadata).await.expect("b");
+    let options = RequestOptions::new().extend_metadata(metadata);
+    host.send_with(&a, "hi", options.clone()).await.expect("a");
+    host.send_with(&b, "hi", options).await.expect("b");
 
     let mine = host.list(&ConversationFilter::new().metadata("team", team.clone())).await.unwrap();
     assert_eq!(mine.iter().map(|c| c.external_id.as_str()).collect::<Vec<_>>(), [a.as_str(), b.as_str()]);

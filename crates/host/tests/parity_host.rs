@@ -23,7 +23,7 @@ use libtest_mimic::{Arguments, Completion, Trial};
 use managed_agents_conformance::{RecordedInput, Script, ScriptTurn};
 use managed_agents_core::conversation::{ConversationFilter, ConversationStatus, SessionStore};
 use managed_agents_core::{Error, NoTools, SessionOptions, tool_fn};
-use managed_agents_host::Host;
+use managed_agents_host::{Host, RequestOptions};
 use serde_json::{Map, Value, json};
 use support::{Kind, Place, unique};
 
@@ -278,9 +278,9 @@ async fn metadata_is_stored_and_listed_by(place: Place) {
     let (acme, globex) = (unique("acme"), unique("globex"));
     let (a, b) = (unique("meta-a"), unique("meta-b"));
 
-    host.send_with_metadata(&a, "hello", metadata("tenant", &acme)).await.expect("a");
-    host.send_with_metadata(&b, "hello", metadata("tenant", &globex)).await.expect("b");
-    host.send_with_metadata(&a, "again", metadata("tenant", &globex)).await.expect("a again");
+    host.send_with(&a, "hello", RequestOptions::new().metadata("tenant", acme.as_str())).await.expect("a");
+    host.send_with(&b, "hello", RequestOptions::new().metadata("tenant", globex.as_str())).await.expect("b");
+    host.send_with(&a, "again", RequestOptions::new().metadata("tenant", globex.as_str())).await.expect("a again");
 
     let record = host.conversation(&a).await.expect("load").expect("stored");
     assert_eq!(record.metadata, metadata("tenant", &acme), "a conversation keeps its first metadata");

@@ -11,6 +11,8 @@
 //!   the write.
 //! * **Metadata** is stored whole with the record and, for [`SessionStore::list`], one row per key with the
 //!   value as canonical JSON text, so "has key = value" is an exact, indexed comparison in both databases.
+//! * **Model configuration**: a conversation's [`ModelConfig`](managed_agents_core::ModelConfig) is stored as
+//!   JSON text, which never holds the credential (serializing leaves it out); NULL when none was chosen.
 //! * **Approvals**: answering is `SET decision = COALESCE(decision, $3)`: the first final answer stays.
 //! * **Ledger**: the first answer to a call stays. Recording is `INSERT … ON CONFLICT DO NOTHING`; when a row was
 //!   there, it is read: an entry for the same call is returned as it is, one for another call is replaced by an
@@ -64,20 +66,32 @@ static HOLD_LEASE: Sql = sql!(
 static RELEASE_ANY: Sql = sql!("UPDATE conversation_leases SET holder = NULL WHERE external_id = $1");
 
 const CONVERSATION_COLUMNS: &str = "external_id, provider, session_id, status, transcript, metadata, last_error, \
-                                    requests, created_at_ms, updated_at_ms";
-const CONVERSATION_COLS: &[Col] =
-    &[Col::Text, Col::Text, Col::Text, Col::Text, Col::Text, Col::Text, Col::Text, Col::Int, Col::Int, Col::Int];
+                                    requests, created_at_ms, updated_at_ms, model_config";
+const CONVERSATION_COLS: &[Col] = &[
+    Col::Text,
+    Col::Text,
+    Col::Text,
+    Col::Text,
+    Col::Text,
+    Col::Text,
+    Col::Text,
+    Col::Int,
+    Col::Int,
+    Col::Int,
+    Col::Text,
+];
 
 static LOAD: Sql = sql!(
     "SELECT external_id, provider, session_id, status, transcript, metadata, last_error, requests, created_at_ms, "
-    "updated_at_ms FROM conversations WHERE external_id = $1"
+    "updated_at_ms, model_config FROM conversations WHERE external_id = $1"
 );
 static UPSERT: Sql = sql!(
     "INSERT INTO conversations (external_id, provider, session_id, status, transcript, metadata, last_error, "
-    "requests, created_at_ms, updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, " NOW ") "
+    "requests, created_at_ms, updated_at_ms, model_config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, " NOW ", $10) "
     "ON CONFLICT (external_id) DO UPDATE SET provider = excluded.provider, session_id = excluded.session_id, "
     "status = excluded.status, transcript = excluded.transcript, metadata = excluded.metadata, "
-    "last_error = excluded.last_error, requests = excluded.requests, updated_at_ms = excluded.updated_at_ms"
+    "last_error = excluded.last_error, requests = excluded.requests, updated_at_ms = excluded.updated_at_ms, "
+    "model_config = excluded.model_config"
 );
 static DELETE_CONVERSATION: Sql = sql!("DELETE FROM conversations WHERE external_id = $1");
 static DELETE_METADATA: Sql = sql!("DELETE FROM conversation_metadata WHERE external_id = $1");
@@ -149,6 +163,10 @@ fn conversation(operation: &'static str, mut row: Row) -> Result<Conversation, E
     found.requests = requests;
     found.created_at_ms = row.int(8).ok_or_else(|| missing(operation, "creation time"))?;
     found.updated_at_ms = row.int(9).ok_or_else(|| missing(operation, "update time"))?;
+    // NULL: no model configuration was chosen (also every row written before the column existed).
+    if let Some(text) = row.text(10) {
+        found.model_config = decode(operation, "model configuration", &text)?;
+    }
     Ok(found)
 }
 
@@ -245,6 +263,11 @@ impl SessionStore for SqlStore {
         let transcript =
             conversation.transcript.as_ref().map(|transcript| encode(OPERATION, transcript)).transpose()?;
         let metadata = encode(OPERATION, &conversation.metadata)?;
+        // Serializing a `ModelConfig` leaves its credential out: it never reaches the database.
+        let model_config = Some(&conversation.model_config)
+            .filter(|config| !config.without_credential().is_empty())
+            .map(|config| encode(OPERATION, config))
+            .transpose()?;
         let requests = i64::try_from(conversation.requests).unwrap_or(i64::MAX);
         let mut transaction = self.db.begin(OPERATION).await?;
         let held = transaction.execute(OPERATION, self.sql(&HOLD_LEASE), args![external_id, lease.token]).await?;
@@ -262,6 +285,7 @@ impl SessionStore for SqlStore {
             conversation.last_error.clone(),
             requests,
             conversation.created_at_ms,
+            model_config,
         ];
         transaction.execute(OPERATION, self.sql(&UPSERT), record).await?;
         transaction.execute(OPERATION, self.sql(&DELETE_METADATA), args![external_id]).await?;

@@ -14,11 +14,18 @@ static PROVISION: Component = Component {
     postgres: &[include_str!("../migrations/postgres/provision/0001_entries.sql")],
 };
 
-/// The session store's tables: conversations, leases, approvals, the tool ledger.
+/// The session store's tables: conversations, leases, approvals, the tool ledger; then (2) each conversation's
+/// model configuration.
 static SESSIONS: Component = Component {
     name: "sessions",
-    sqlite: &[include_str!("../migrations/sqlite/sessions/0001_conversations.sql")],
-    postgres: &[include_str!("../migrations/postgres/sessions/0001_conversations.sql")],
+    sqlite: &[
+        include_str!("../migrations/sqlite/sessions/0001_conversations.sql"),
+        include_str!("../migrations/sqlite/sessions/0002_model_config.sql"),
+    ],
+    postgres: &[
+        include_str!("../migrations/postgres/sessions/0001_conversations.sql"),
+        include_str!("../migrations/postgres/sessions/0002_model_config.sql"),
+    ],
 };
 
 /// Every store operation, on one database. Clones share its pool.

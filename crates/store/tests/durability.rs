@@ -214,15 +214,16 @@ async fn a_conversation_written_behind_the_stores_back_is_a_typed_error() {
     let mut connection = raw(&path).await;
     connection
         .execute(
-            "INSERT INTO conversations VALUES ('bad-status', 'local', NULL, 'sleeping', NULL, '{}', NULL, 0, 1, 1);
-             INSERT INTO conversations VALUES ('bad-json', 'local', NULL, 'idle', '[not json', '{}', NULL, 0, 2, 2);
-             INSERT INTO conversations VALUES ('bad-count', 'local', NULL, 'idle', NULL, '{}', NULL, -1, 3, 3);
+            "INSERT INTO conversations VALUES ('bad-status', 'local', NULL, 'sleeping', NULL, '{}', NULL, 0, 1, 1, NULL);
+             INSERT INTO conversations VALUES ('bad-json', 'local', NULL, 'idle', '[not json', '{}', NULL, 0, 2, 2, NULL);
+             INSERT INTO conversations VALUES ('bad-count', 'local', NULL, 'idle', NULL, '{}', NULL, -1, 3, 3, NULL);
+             INSERT INTO conversations VALUES ('bad-config', 'local', NULL, 'idle', NULL, '{}', NULL, 0, 4, 4, '{\"model\": 5}');
              INSERT INTO conversation_approvals (external_id, tool_use_id, request, created_at_ms)
                  VALUES ('bad-status', 't1', '{}', 1);",
         )
         .await
         .expect("insert");
-    for external_id in ["bad-status", "bad-json", "bad-count"] {
+    for external_id in ["bad-status", "bad-json", "bad-count", "bad-config"] {
         match store.load(external_id).await {
             Err(Error::Store { operation: "load", retryable: false, message, .. }) => {
                 assert!(message.contains("stored") || message.contains(external_id), "{message}")
@@ -295,4 +296,114 @@ async fn extreme_settings_are_saturated() {
     let store = SqliteStore::open_with(dir.path().join("store.sqlite3"), options).await.expect("open");
     store.put("k", json!(1)).await.expect("put");
     assert_eq!(store.get("k").await.expect("get"), Some(json!(1)));
+}
+
+/// Everything the SQLite files in `dir` hold (the database, its WAL and shared-memory files), as bytes.
+fn files_in(dir: &std::path::Path) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read the directory") {
+        bytes.extend(std::fs::read(entry.expect("an entry").path()).expect("read a file"));
+    }
+    bytes
+}
+
+fn holds(haystack: &[u8], needle: &str) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle.as_bytes())
+}
+
+/// A conversation's model configuration comes back as saved, without its credential, which is nowhere in the
+/// database's files (while the destination saved with it is).
+#[tokio::test]
+async fn a_model_config_round_trips_without_its_credential() {
+    use managed_agents_core::ModelConfig;
+    use managed_agents_core::conversation::{Conversation, ConversationFilter, SessionStore};
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("store.sqlite3");
+    let store = SqliteStore::open(&path).await.expect("open");
+    let lease = store.acquire("c1", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");
+    let secret = "sk-sqlite-credential-5f1c";
+    let destination = "http://127.0.0.1:9/sqlite-destination";
+    let mut conversation = Conversation::new("c1", "local");
+    conversation.model_config = ModelConfig::new()
+        .model("openai:gpt-4.1")
+        .credential(secret)
+        .destination(destination)
+        .metadata("team", "support");
+    store.save(&conversation, &lease).await.expect("save");
+    let mut plain = Conversation::new("c2", "local");
+    plain.model_config = ModelConfig::new().credential("sk-only-a-credential-77");
+    let other = store.acquire("c2", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");
+    store.save(&plain, &other).await.expect("save");
+
+    let expected = conversation.model_config.without_credential();
+    assert_eq!(store.load("c1").await.expect("load").expect("stored").model_config, expected);
+    assert!(store.load("c2").await.expect("load").expect("stored").model_config.is_empty());
+    let listed = store.list(&ConversationFilter::new()).await.expect("list");
+    assert_eq!(listed[0].model_config, expected);
+    let mut connection = raw(&path).await;
+    let (stored,): (Option<String>,) =
+        sqlx::query_as("SELECT model_config FROM conversations WHERE external_id = 'c2'")
+            .fetch_one(&mut connection)
+            .await
+            .expect("select");
+    assert_eq!(stored, None, "a configuration with only a credential is stored as none");
+    connection.close().await.expect("close");
+    store.close().await;
+
+    let bytes = files_in(dir.path());
+    assert!(holds(&bytes, destination), "the configuration is in the files (the search can find it)");
+    assert!(!holds(&bytes, secret) && !holds(&bytes, "sk-only-a-credential"), "a credential reached the files");
+    let reopened = SqliteStore::open(&path).await.expect("reopen");
+    assert_eq!(reopened.load("c1").await.expect("load").expect("stored").model_config, expected);
+}
+
+/// A database of the first session schema (before model configurations) opens: its rows read as having no
+/// model configuration, the schema moves to version 2, and configurations are stored from then on.
+#[tokio::test]
+async fn a_database_of_the_first_session_schema_is_upgraded() {
+    use managed_agents_core::ModelConfig;
+    use managed_agents_core::conversation::{ConversationStatus, SessionStore};
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("v1.sqlite3");
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path).create_if_missing(true);
+    let mut connection = SqliteConnection::connect_with(&options).await.expect("sqlite");
+    connection
+        .execute(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE managed_agents_schema (component TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL)
+                 WITHOUT ROWID;
+             INSERT INTO managed_agents_schema VALUES ('provision', 1), ('sessions', 1);",
+        )
+        .await
+        .expect("the versions table");
+    connection.execute(include_str!("../migrations/sqlite/provision/0001_entries.sql")).await.expect("provision v1");
+    connection
+        .execute(include_str!("../migrations/sqlite/sessions/0001_conversations.sql"))
+        .await
+        .expect("sessions v1");
+    connection
+        .execute("INSERT INTO conversations VALUES ('old', 'claude', 'sesn_1', 'idle', NULL, '{}', NULL, 3, 1, 2)")
+        .await
+        .expect("an old row");
+    connection.close().await.expect("close");
+
+    let store = SqliteStore::open(&path).await.expect("open upgrades");
+    let old = store.load("old").await.expect("load").expect("the old row");
+    assert_eq!((old.session_id.as_deref(), old.status, old.requests), (Some("sesn_1"), ConversationStatus::Idle, 3));
+    assert!(old.model_config.is_empty(), "an old row has no model configuration");
+    let mut connection = raw(&path).await;
+    let (version,): (i64,) = sqlx::query_as("SELECT version FROM managed_agents_schema WHERE component = 'sessions'")
+        .fetch_one(&mut connection)
+        .await
+        .expect("the version");
+    assert_eq!(version, 2);
+    connection.close().await.expect("close");
+
+    let lease = store.acquire("old", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");
+    let mut updated = old.clone();
+    updated.model_config = ModelConfig::new().model("claude-sonnet-4-6");
+    store.save(&updated, &lease).await.expect("save");
+    assert_eq!(store.load("old").await.expect("load").expect("stored").model_config, updated.model_config);
 }

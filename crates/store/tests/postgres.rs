@@ -18,6 +18,8 @@ const NEEDS_SERVER: &[&str] = &[
     "a_conversation_written_behind_the_stores_back_is_a_typed_error",
     "debug_hides_the_password",
     "a_row_lock_held_too_long_is_retryable",
+    "a_model_config_round_trips_without_its_credential",
+    "a_database_of_the_first_session_schema_is_upgraded",
 ];
 const NEEDS_NO_SERVER: &[&str] = &[
     "an_unreachable_server_is_retryable",
@@ -76,6 +78,12 @@ mod checks {
             }
             "debug_hides_the_password" => debug_hides_the_password(url).await,
             "a_row_lock_held_too_long_is_retryable" => a_row_lock_held_too_long_is_retryable(url).await,
+            "a_model_config_round_trips_without_its_credential" => {
+                a_model_config_round_trips_without_its_credential(url).await
+            }
+            "a_database_of_the_first_session_schema_is_upgraded" => {
+                a_database_of_the_first_session_schema_is_upgraded(url).await
+            }
             "an_unreachable_server_is_retryable" => an_unreachable_server_is_retryable().await,
             "a_malformed_url_is_a_typed_error_without_it" => a_malformed_url_is_a_typed_error_without_it().await,
             "an_invalid_schema_is_refused" => an_invalid_schema_is_refused().await,
@@ -191,7 +199,7 @@ mod checks {
                     .fetch_all(&mut connection)
                     .await
                     .expect("versions");
-            assert_eq!(versions, [("provision".to_string(), 1), ("sessions".to_string(), 1)]);
+            assert_eq!(versions, [("provision".to_string(), 1), ("sessions".to_string(), 2)]);
         })
         .await;
     }
@@ -223,11 +231,18 @@ mod checks {
             let mut connection = raw(&target, &schema).await;
             connection
                 .execute(
-                    "INSERT INTO conversations VALUES ('bad', 'local', NULL, 'sleeping', NULL, '{}', NULL, 0, 1, 1)",
+                    "INSERT INTO conversations VALUES ('bad', 'local', NULL, 'sleeping', NULL, '{}', NULL, 0, 1, 1, NULL);
+                     INSERT INTO conversations VALUES
+                         ('bad-config', 'local', NULL, 'idle', NULL, '{}', NULL, 0, 2, 2, '{\"model\": 5}');",
                 )
                 .await
                 .expect("insert");
-            assert!(matches!(store.load("bad").await, Err(Error::Store { operation: "load", retryable: false, .. })));
+            for external_id in ["bad", "bad-config"] {
+                assert!(
+                    matches!(store.load(external_id).await, Err(Error::Store { operation: "load", retryable: false, .. })),
+                    "{external_id}"
+                );
+            }
             assert!(matches!(
                 store.list(&ConversationFilter::new()).await,
                 Err(Error::Store { operation: "list", .. })
@@ -277,6 +292,120 @@ mod checks {
             }
             blocker.execute("ROLLBACK").await.expect("rollback");
             store.save(&Conversation::new("c1", "local"), &lease).await.expect("save once the lock is gone");
+        })
+        .await;
+    }
+
+    /// Every row of every table in `schema`, as text.
+    async fn every_row(connection: &mut PgConnection, schema: &str) -> Vec<String> {
+        let tables: Vec<(String,)> =
+            sqlx::query_as("SELECT tablename::text FROM pg_catalog.pg_tables WHERE schemaname = $1")
+                .bind(schema)
+                .fetch_all(&mut *connection)
+                .await
+                .expect("the tables");
+        assert!(tables.len() >= 5, "the store's tables: {tables:?}");
+        let mut rows = Vec::new();
+        for (table,) in tables {
+            let found: Vec<(String,)> = sqlx::query_as(&format!("SELECT t::text FROM {schema}.{table} t"))
+                .fetch_all(&mut *connection)
+                .await
+                .expect("the rows");
+            rows.extend(found.into_iter().map(|(row,)| row));
+        }
+        rows
+    }
+
+    /// A conversation's model configuration comes back as saved, without its credential, which no row of any of
+    /// the store's tables holds (while the destination saved with it is there).
+    async fn a_model_config_round_trips_without_its_credential(url: String) {
+        use managed_agents_core::ModelConfig;
+
+        let target = url.clone();
+        support::with_schema(&url, move |schema| async move {
+            let store = open(&target, &schema).await;
+            let lease = store.acquire("c1", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");
+            let secret = "sk-postgres-credential-9e2a";
+            let destination = "http://127.0.0.1:9/postgres-destination";
+            let mut conversation = Conversation::new("c1", "claude");
+            conversation.model_config = ModelConfig::new()
+                .model("anthropic:claude-sonnet-4-6")
+                .credential(secret)
+                .destination(destination)
+                .metadata("team", "support");
+            store.save(&conversation, &lease).await.expect("save");
+            let mut plain = Conversation::new("c2", "claude");
+            plain.model_config = ModelConfig::new().credential("sk-only-a-credential-77");
+            let other = store.acquire("c2", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");
+            store.save(&plain, &other).await.expect("save");
+
+            let expected = conversation.model_config.without_credential();
+            assert_eq!(store.load("c1").await.expect("load").expect("stored").model_config, expected);
+            assert!(store.load("c2").await.expect("load").expect("stored").model_config.is_empty());
+            assert_eq!(store.list(&ConversationFilter::new()).await.expect("list")[0].model_config, expected);
+            let mut connection = raw(&target, &schema).await;
+            let (stored,): (Option<String>,) =
+                sqlx::query_as("SELECT model_config FROM conversations WHERE external_id = 'c2'")
+                    .fetch_one(&mut connection)
+                    .await
+                    .expect("select");
+            assert_eq!(stored, None, "a configuration with only a credential is stored as none");
+            let rows = every_row(&mut connection, &schema).await;
+            assert!(rows.iter().any(|row| row.contains(destination)), "the configuration is stored: {rows:?}");
+            assert!(
+                !rows.iter().any(|row| row.contains(secret) || row.contains("sk-only-a-credential")),
+                "a credential reached the database: {rows:?}"
+            );
+        })
+        .await;
+    }
+
+    /// A schema of the first session version (before model configurations) is upgraded on connect: its rows
+    /// read as having no model configuration, and configurations are stored from then on.
+    async fn a_database_of_the_first_session_schema_is_upgraded(url: String) {
+        use managed_agents_core::ModelConfig;
+
+        let target = url.clone();
+        support::with_schema(&url, move |schema| async move {
+            let mut connection = PgConnection::connect(&target).await.expect("connect");
+            connection.execute(format!("CREATE SCHEMA {schema}").as_str()).await.expect("the schema");
+            connection.execute(format!("SET search_path TO {schema}").as_str()).await.expect("search_path");
+            connection
+                .execute(
+                    "CREATE TABLE managed_agents_schema (component TEXT PRIMARY KEY, version BIGINT NOT NULL);
+                     INSERT INTO managed_agents_schema VALUES ('provision', 1), ('sessions', 1);",
+                )
+                .await
+                .expect("the versions table");
+            let provision = include_str!("../migrations/postgres/provision/0001_entries.sql");
+            connection.execute(provision).await.expect("provision v1");
+            let sessions = include_str!("../migrations/postgres/sessions/0001_conversations.sql");
+            connection.execute(sessions).await.expect("sessions v1");
+            connection
+                .execute(
+                    "INSERT INTO conversations VALUES ('old', 'claude', 'sesn_1', 'idle', NULL, '{}', NULL, 3, 1, 2)",
+                )
+                .await
+                .expect("an old row");
+            connection.close().await.expect("close");
+
+            let store = open(&target, &schema).await;
+            let old = store.load("old").await.expect("load").expect("the old row");
+            assert_eq!((old.session_id.as_deref(), old.requests), (Some("sesn_1"), 3));
+            assert!(old.model_config.is_empty(), "an old row has no model configuration");
+            let mut connection = raw(&target, &schema).await;
+            let (version,): (i64,) =
+                sqlx::query_as("SELECT version FROM managed_agents_schema WHERE component = 'sessions'")
+                    .fetch_one(&mut connection)
+                    .await
+                    .expect("the version");
+            assert_eq!(version, 2);
+
+            let lease = store.acquire("old", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");
+            let mut updated = old.clone();
+            updated.model_config = ModelConfig::new().model("claude-sonnet-4-6");
+            store.save(&updated, &lease).await.expect("save");
+            assert_eq!(store.load("old").await.expect("load").expect("stored").model_config, updated.model_config);
         })
         .await;
     }
