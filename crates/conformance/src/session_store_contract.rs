@@ -26,7 +26,7 @@ use std::time::Duration;
 use managed_agents_core::approval::{ApprovalRequest, Decision};
 use managed_agents_core::conversation::{Conversation, ConversationFilter, ConversationStatus, Lease, SessionStore};
 use managed_agents_core::ledger::LedgerEntry;
-use managed_agents_core::{Error, SessionInfo, ToolResult, ToolUse};
+use managed_agents_core::{Error, ModelConfig, SessionInfo, ToolResult, ToolUse};
 use serde_json::{Map, Value, json};
 
 /// The name of every check, in the order [`run_all`] runs them.
@@ -108,7 +108,8 @@ const NOT_NOW_MS: i64 = 1;
 /// 2017-07-14: every real clock reading is later.
 const LONG_AGO_MS: i64 = 1_500_000_000_000;
 
-/// Every field survives a save and a load; a new record keeps the given creation time, a replaced one its
+/// Every field survives a save and a load (the model configuration without its credential, which is never
+/// stored); a new record keeps the given creation time, a replaced one its
 /// stored creation time; the store sets `updated_at_ms`; every status round-trips.
 pub async fn load_save_round_trip<S: SessionStore + ?Sized>(store: &S) {
     assert_eq!(store.load("c1").await.expect("load"), None, "a new store holds no conversation");
@@ -125,6 +126,11 @@ pub async fn load_save_round_trip<S: SessionStore + ?Sized>(store: &S) {
         "team": "support", "ticket": {"id": 42, "tags": ["a", "b"]}, "ratio": 1.5, "flag": true, "nothing": null,
     }));
     first.last_error = Some("the provider said no".into());
+    first.model_config = ModelConfig::new()
+        .model("anthropic:claude-sonnet-4-6")
+        .destination("https://proxy.example/v1")
+        .metadata("tenant", "t1")
+        .credential("sk-contract-never-stored");
     first.requests = 7;
     first.created_at_ms = 1_000;
     first.updated_at_ms = NOT_NOW_MS;
@@ -134,7 +140,8 @@ pub async fn load_save_round_trip<S: SessionStore + ?Sized>(store: &S) {
     assert!(loaded.updated_at_ms > LONG_AGO_MS, "the store sets updated_at_ms by its clock: {}", loaded.updated_at_ms);
     let mut expected = first.clone();
     expected.updated_at_ms = loaded.updated_at_ms;
-    assert_eq!(loaded, expected, "every field round-trips");
+    expected.model_config = first.model_config.without_credential();
+    assert_eq!(loaded, expected, "every field round-trips, the model configuration without its credential");
 
     let mut second = Conversation::new("c1", "local");
     second.requests = 1 << 40;
