@@ -51,15 +51,12 @@ impl Backend for LocalBackend {
             return capabilities.with_fault(FaultCase::Stall, FaultOutcome::Recovers);
         }
         // A chat stream that breaks, stalls or carries a bad chunk fails the turn with a typed error: it is not
-        // requested again, as its text and tool-call deltas already reached the handler (decision 71).
+        // requested again, as its text and tool-call deltas already reached the handler (decision 71). A
+        // truncated turn is not declared: on this wire it is an early `[DONE]`, which is the server's word that
+        // the turn is complete (servers that never send a finish reason end with it alone), so no client can
+        // tell it from a finished turn.
         capabilities.with_faults(
-            &[
-                FaultCase::StreamDrop,
-                FaultCase::CleanClose,
-                FaultCase::Stall,
-                FaultCase::MalformedFrame,
-                FaultCase::TruncatedTurn,
-            ],
+            &[FaultCase::StreamDrop, FaultCase::CleanClose, FaultCase::Stall, FaultCase::MalformedFrame],
             FaultOutcome::Surfaces,
         )
     }
