@@ -5,12 +5,19 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Scripts,
+    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ModelCatalog, ProviderSettings, Scripts,
 };
 use managed_agents_core::{Mode, Provider, SessionOptions};
 
 use crate::emulator::server::LocalEmulator;
 use crate::provider::Local;
+
+/// The model ids the catalog scenarios try: Local refuses none, drops only an `openai:` prefix, and sends the
+/// rest as given (an Ollama tag holds a colon of its own).
+const MODELS: ModelCatalog = ModelCatalog::new(
+    &[("openai:gpt-4.1", "gpt-4.1"), ("gpt-4.1-mini", "gpt-4.1-mini"), ("qwen3:8b", "qwen3:8b")],
+    &[],
+);
 
 /// Runs the conformance suite against [`Local`] through a [`LocalEmulator`].
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +50,7 @@ impl Backend for LocalBackend {
     fn capabilities(&self) -> BackendCapabilities {
         let capabilities = BackendCapabilities::new(Mode::RequestResponse)
             .with_provider(Local::CAPABILITIES)
+            .with_models(MODELS)
             .with_resume_pending()
             .with_per_session_scripts()
             .with_faults(&FaultCase::HTTP, FaultOutcome::Recovers);

@@ -21,6 +21,7 @@ use crate::wire::chat::ChatBackend;
 use crate::wire::http::{HttpChat, HttpChatConfig};
 
 pub(crate) mod builder;
+mod catalog;
 mod connection;
 pub(crate) mod guards;
 
@@ -112,6 +113,12 @@ impl Provider for Local {
         Self::CAPABILITIES
     }
 
+    /// The model value of the chat wire: an `openai:` prefix is dropped, any other id is sent as given (see
+    /// `catalog`); no id is refused.
+    fn native_model(&self, id: &str) -> Result<Value, Error> {
+        Ok(Value::String(catalog::wire_model(id).to_string()))
+    }
+
     async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
         let settings = &self.settings;
         let chat = self.chat_for(&request)?;
@@ -127,6 +134,7 @@ impl Provider for Local {
             None => settings.system_prompt.as_deref(),
         };
         let tools = profile.as_ref().map_or_else(|| settings.tools.clone(), |profile| profile.tools.clone());
+        let model = catalog::wire_model(request.model().unwrap_or(&settings.model)).to_string();
         let resumed = !request.history.is_empty();
         let history = if resumed {
             request.history
@@ -141,7 +149,7 @@ impl Provider for Local {
         }
         Ok(OpenConnection::RequestResponse(Box::new(LocalConnection {
             chat,
-            model: request.model_config.model.unwrap_or_else(|| settings.model.clone()),
+            model,
             stream: settings.stream,
             guards_settings: guards,
             tools,
