@@ -5,7 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ModelCatalog, ProviderSettings, Scripts,
+    Backend, BackendCapabilities, Destination, FaultCase, FaultOutcome, Harness, ModelCatalog, ProviderSettings,
+    Script, Scripts,
 };
 use managed_agents_core::{Mode, Provider, SessionOptions};
 
@@ -67,6 +68,12 @@ impl Backend for LocalBackend {
             &[FaultCase::StreamDrop, FaultCase::CleanClose, FaultCase::Stall, FaultCase::MalformedFrame],
             FaultOutcome::Surfaces,
         )
+    }
+
+    /// A second emulator playing `script`: a run that names it as its destination reaches it.
+    async fn destination(&self, script: Script) -> Option<Destination> {
+        let emulator = LocalEmulator::start(script).await.expect("the emulator starts on loopback");
+        Some(Destination::new(emulator.base_url(), emulator.log(), emulator))
     }
 
     /// The provider under test against an emulator playing `scripts`, configured as `settings` asks.

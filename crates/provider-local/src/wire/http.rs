@@ -89,6 +89,18 @@ impl HttpChat {
         Ok(Self { client: HttpClient::with_options(&config.http.options)?, config })
     }
 
+    /// A client for `config` on this one's connection pool (a run's own destination or credential), once
+    /// [`HttpChatConfig::validate`] accepts it.
+    pub(crate) fn with_config(&self, config: HttpChatConfig) -> Result<Self, Error> {
+        config.validate()?;
+        Ok(Self { client: self.client.clone(), config })
+    }
+
+    /// Where and how this client calls.
+    pub(crate) fn config(&self) -> &HttpChatConfig {
+        &self.config
+    }
+
     fn request(&self, body: &Bytes) -> Result<Request<RequestBody>, Error> {
         let url = chat_url(&self.config.base_url);
         let mut builder = Request::builder()
