@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Script, ScriptTurn, Scripts};
-use managed_agents_core::{DataPlane, Error, ModelConfig, Provider, Session, SessionOptions};
+use managed_agents_core::{AgentSpec, DataPlane, Error, ModelConfig, Provider, Session, SessionOptions, ToolSchema};
 use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_local::{ChatBackend, Local};
 use serde_json::{Value, json};
@@ -101,7 +101,7 @@ async fn a_custom_backend_has_no_data_plane_and_a_runs_credential_is_refused_bef
     let builtin = Local::builder().model("m").build().unwrap();
     assert_eq!(builtin.data_plane(), DataPlane::ChatCompletions);
     let capabilities = builtin.capabilities();
-    assert!(capabilities.runtime_model && capabilities.transcript);
+    assert!(capabilities.runtime_model && capabilities.runtime_overrides && capabilities.transcript);
 }
 
 #[tokio::test]
@@ -137,4 +137,62 @@ async fn catalog_ids_drop_only_the_openai_prefix_and_none_is_refused() {
     Session::run(&provider, EchoTools, options("two")).await.unwrap();
     let models: Vec<Value> = emulator.requests().iter().map(|body| body["model"].clone()).collect();
     assert_eq!(models, vec![json!("qwen3:8b"), json!("builder-model")]);
+}
+
+#[tokio::test]
+async fn a_runs_system_prompt_and_tools_replace_the_builders_and_the_agents() {
+    let emulator = echoing("own").await;
+    let provider = emulator
+        .provider_builder()
+        .system_prompt("builder prompt")
+        .tool(ToolSchema::new("builder_tool", "The builder's", json!({"type": "object"})))
+        .build()
+        .unwrap();
+    let run_tool = ToolSchema::with_string_params("run_tool", "The run's", &["q"]);
+    let run = options("overridden").system_prompt("run prompt").tools(vec![run_tool.clone()]);
+    Session::run(&provider, EchoTools, run).await.unwrap();
+    let handle = provider
+        .provision(
+            &AgentSpec::new("agent", "agent prompt").tool(ToolSchema::new("agent_tool", "", json!({"type": "object"}))),
+            None,
+        )
+        .await
+        .unwrap();
+    Session::run(&provider, EchoTools, options("agent, overridden").agent(handle.clone()).system_prompt("run prompt"))
+        .await
+        .unwrap();
+    Session::run(&provider, EchoTools, options("plain")).await.unwrap();
+
+    let requests = emulator.requests();
+    let system = |n: usize| requests[n]["messages"][0].clone();
+    let tools = |n: usize| -> Vec<Value> {
+        requests[n]["tools"].as_array().into_iter().flatten().map(|t| t["function"]["name"].clone()).collect()
+    };
+    assert_eq!(system(0), json!({"role": "system", "content": "run prompt"}));
+    assert_eq!(tools(0), vec![json!("run_tool")]);
+    assert_eq!(requests[0]["tools"][0]["function"]["parameters"]["required"], json!(["q"]));
+    assert_eq!(system(1), json!({"role": "system", "content": "run prompt"}), "over a provisioned agent too");
+    assert_eq!(tools(1), vec![json!("agent_tool")], "the agent's tools where the run names none");
+    assert_eq!(system(2), json!({"role": "system", "content": "builder prompt"}), "the builder's are untouched");
+    assert_eq!(tools(2), vec![json!("builder_tool")]);
+}
+
+#[tokio::test]
+async fn a_resumed_transcript_keeps_its_system_message_but_takes_the_runs_tools() {
+    let emulator = echoing("own").await;
+    let provider = emulator.provider_builder().system_prompt("builder prompt").build().unwrap();
+    let history = vec![
+        json!({"role": "system", "content": "the transcript's prompt"}),
+        json!({"role": "user", "content": "earlier"}),
+        json!({"role": "assistant", "content": "own: earlier"}),
+    ];
+    let run = options("again").history(history).system_prompt("run prompt").tools(vec![ToolSchema::new(
+        "run_tool",
+        "",
+        json!({"type": "object"}),
+    )]);
+    Session::run(&provider, EchoTools, run).await.unwrap();
+    let body = &emulator.requests()[0];
+    assert_eq!(body["messages"][0], json!({"role": "system", "content": "the transcript's prompt"}));
+    assert_eq!(body["tools"][0]["function"]["name"], "run_tool");
 }

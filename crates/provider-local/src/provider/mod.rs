@@ -18,6 +18,7 @@ use crate::provision::Agents;
 use crate::wire;
 use crate::wire::chat::ChatBackend;
 use crate::wire::http::{HttpChat, HttpChatConfig};
+use crate::wire::openai_tool;
 
 pub(crate) mod builder;
 mod catalog;
@@ -36,7 +37,9 @@ pub(crate) mod guards;
 /// (an `openai:` catalog prefix is dropped; any other id goes to the server as given, so Ollama's `qwen3:8b`
 /// stays whole) and, with the built-in client, a destination and credential for that run's chat calls
 /// (gateway lanes): a destination gets the run's credential and nothing of the provider's key or extra headers.
-/// The provider and other sessions are never changed.
+/// [`SessionOptions::system_prompt`](managed_agents_core::SessionOptions::system_prompt) and
+/// [`SessionOptions::tools`](managed_agents_core::SessionOptions::tools) replace the agent's for a fresh run (a
+/// resumed transcript keeps the system message it holds). The provider and other sessions are never changed.
 #[derive(Clone)]
 pub struct Local {
     settings: Arc<Settings>,
@@ -71,11 +74,14 @@ impl fmt::Debug for Local {
 }
 
 impl Local {
-    /// What the provider supports with its built-in client: a client-held transcript, the model chosen per run,
-    /// and a run's own destination and credential for its chat calls. With a custom
+    /// What the provider supports with its built-in client: a client-held transcript, the model, system prompt
+    /// and tools chosen per run, and a run's own destination and credential for its chat calls. With a custom
     /// [`ChatBackend`] the data plane is [`DataPlane::None`] ([`Provider::capabilities`] says so).
-    pub const CAPABILITIES: Capabilities =
-        Capabilities::none().with_transcript().with_runtime_model().with_data_plane(DataPlane::ChatCompletions);
+    pub const CAPABILITIES: Capabilities = Capabilities::none()
+        .with_transcript()
+        .with_runtime_model()
+        .with_runtime_overrides()
+        .with_data_plane(DataPlane::ChatCompletions);
 
     /// The model runs use unless a session picks another.
     pub fn model(&self) -> &str {
@@ -120,11 +126,17 @@ impl Provider for Local {
             })?),
             None => None,
         };
-        let system_prompt = match &profile {
-            Some(profile) => Some(profile.system_prompt.as_str()),
-            None => settings.system_prompt.as_deref(),
+        // The run's overrides come first, then the agent's, then the builder's.
+        let system_prompt = match (&request.system, &profile) {
+            (Some(system), _) => Some(system.as_str()),
+            (None, Some(profile)) => Some(profile.system_prompt.as_str()),
+            (None, None) => settings.system_prompt.as_deref(),
         };
-        let tools = profile.as_ref().map_or_else(|| settings.tools.clone(), |profile| profile.tools.clone());
+        let tools = match (&request.tools, &profile) {
+            (Some(tools), _) => tools.iter().map(openai_tool).collect(),
+            (None, Some(profile)) => profile.tools.clone(),
+            (None, None) => settings.tools.clone(),
+        };
         let model = catalog::wire_model(request.model().unwrap_or(&settings.model)).to_string();
         let resumed = !request.history.is_empty();
         let history = if resumed {
