@@ -105,17 +105,28 @@ async fn a_custom_backend_has_no_data_plane_and_a_runs_credential_is_refused_bef
 }
 
 #[tokio::test]
-async fn the_retired_base_url_and_api_key_options_are_refused_with_where_they_went() {
+async fn the_older_base_url_and_api_key_options_still_work_but_not_beside_a_model_config() {
     let own = echoing("own").await;
-    let provider = own.provider_builder().build().unwrap();
-    for option in ["base_url", "api_key"] {
-        let run = options("hi").provider_option(option, "http://127.0.0.1:1/v1");
-        let error = Session::run(&provider, EchoTools, run).await.unwrap_err();
-        let Error::InvalidOption { option: named, reason, .. } = error.root() else { panic!("{error:?}") };
-        assert_eq!(*named, option);
-        assert!(reason.contains("model_config"), "{reason}");
-    }
-    assert!(own.requests().is_empty());
+    let lane = echoing("lane").await;
+    let provider = own.provider_builder().api_key("sk-provider").build().unwrap();
+    let run = options("by options").provider_option("base_url", lane.base_url()).provider_option("api_key", "sk-opt");
+    assert_eq!(Session::run(&provider, EchoTools, run).await.unwrap().text, "lane: by options");
+    assert_eq!(header(&lane, 0, "authorization").as_deref(), Some("Bearer sk-opt"));
+
+    let both = options("both")
+        .provider_option("base_url", lane.base_url())
+        .model_config(ModelConfig::new().credential("sk-run"));
+    let error = Session::run(&provider, EchoTools, both).await.unwrap_err();
+    assert!(matches!(error.root(), Error::InvalidOption { option: "base_url", .. }), "{error:?}");
+    let bad_key = options("bad").provider_option("api_key", "sk-opt\n");
+    let error = Session::run(&provider, EchoTools, bad_key).await.unwrap_err();
+    assert!(matches!(error.root(), Error::InvalidOption { option: "api_key", .. }), "named as given: {error:?}");
+    let bad_key = options("bad").model_config(ModelConfig::new().credential("sk-run\n"));
+    let error = Session::run(&provider, EchoTools, bad_key).await.unwrap_err();
+    assert!(matches!(error.root(), Error::InvalidOption { option: "credential", .. }), "named as given: {error:?}");
+    assert!(!format!("{error} {error:?}").contains("sk-run"), "the credential never prints");
+    assert_eq!(own.requests().len(), 0);
+    assert_eq!(lane.requests().len(), 1);
 }
 
 #[tokio::test]
