@@ -7,7 +7,7 @@ use std::time::Duration;
 use managed_agents_conformance::support::EchoTools;
 use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptTurn};
 use managed_agents_core::RetryPolicy;
-use managed_agents_core::{Error, Session, SessionOptions, TerminalReason, tool_fn};
+use managed_agents_core::{Error, ModelConfig, Session, SessionOptions, TerminalReason, tool_fn};
 use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_local::{GuardSettings, Local};
 use serde_json::json;
@@ -167,7 +167,7 @@ async fn the_api_key_is_sent_as_a_bearer_token_and_never_printed() {
     assert_eq!(headers["x-team"], "search");
     let printed = format!("{provider:?}");
     assert!(!printed.contains("sk-test-secret"), "{printed}");
-    let per_run = options().provider_option("api_key", "sk-run-secret");
+    let per_run = options().model_config(ModelConfig::new().credential("sk-run-secret"));
     assert!(!format!("{per_run:?}").contains("sk-run-secret"));
 }
 
@@ -178,9 +178,7 @@ async fn tools_go_out_in_the_openai_function_shape_and_a_run_can_pick_its_endpoi
     let tool = managed_agents_core::ToolSchema::with_string_params("get_weather", "Weather for a city", &["city"]);
     let provider = provider(&default).tool(tool).build().unwrap();
     let run = options()
-        .model("lane-model")
-        .provider_option("base_url", lane.base_url())
-        .provider_option("api_key", "sk-lane");
+        .model_config(ModelConfig::new().model("lane-model").destination(lane.base_url()).credential("sk-lane"));
     let result = Session::run(&provider, EchoTools, run).await.unwrap();
     assert_eq!(result.text, "from the lane");
     assert!(default.requests().is_empty(), "the run went to its own endpoint");

@@ -5,12 +5,20 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Scripts,
+    Backend, BackendCapabilities, Destination, FaultCase, FaultOutcome, Harness, ModelCatalog, ProviderSettings,
+    Script, Scripts,
 };
 use managed_agents_core::{Mode, Provider, SessionOptions};
 
 use crate::emulator::server::LocalEmulator;
 use crate::provider::Local;
+
+/// The model ids the catalog scenarios try: Local refuses none, drops only an `openai:` prefix, and sends the
+/// rest as given (an Ollama tag holds a colon of its own).
+const MODELS: ModelCatalog = ModelCatalog::new(
+    &[("openai:gpt-4.1", "gpt-4.1"), ("gpt-4.1-mini", "gpt-4.1-mini"), ("qwen3:8b", "qwen3:8b")],
+    &[],
+);
 
 /// Runs the conformance suite against [`Local`] through a [`LocalEmulator`].
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +51,7 @@ impl Backend for LocalBackend {
     fn capabilities(&self) -> BackendCapabilities {
         let capabilities = BackendCapabilities::new(Mode::RequestResponse)
             .with_provider(Local::CAPABILITIES)
+            .with_models(MODELS)
             .with_resume_pending()
             .with_per_session_scripts()
             .with_faults(&FaultCase::HTTP, FaultOutcome::Recovers);
@@ -51,17 +60,20 @@ impl Backend for LocalBackend {
             return capabilities.with_fault(FaultCase::Stall, FaultOutcome::Recovers);
         }
         // A chat stream that breaks, stalls or carries a bad chunk fails the turn with a typed error: it is not
-        // requested again, as its text and tool-call deltas already reached the handler (decision 71).
+        // requested again, as its text and tool-call deltas already reached the handler (decision 71). A
+        // truncated turn is not declared: on this wire it is an early `[DONE]`, which is the server's word that
+        // the turn is complete (servers that never send a finish reason end with it alone), so no client can
+        // tell it from a finished turn.
         capabilities.with_faults(
-            &[
-                FaultCase::StreamDrop,
-                FaultCase::CleanClose,
-                FaultCase::Stall,
-                FaultCase::MalformedFrame,
-                FaultCase::TruncatedTurn,
-            ],
+            &[FaultCase::StreamDrop, FaultCase::CleanClose, FaultCase::Stall, FaultCase::MalformedFrame],
             FaultOutcome::Surfaces,
         )
+    }
+
+    /// A second emulator playing `script`: a run that names it as its destination reaches it.
+    async fn destination(&self, script: Script) -> Option<Destination> {
+        let emulator = LocalEmulator::start(script).await.expect("the emulator starts on loopback");
+        Some(Destination::new(emulator.base_url(), emulator.log(), emulator))
     }
 
     /// The provider under test against an emulator playing `scripts`, configured as `settings` asks.

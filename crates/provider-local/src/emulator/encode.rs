@@ -11,14 +11,48 @@ pub(super) const DONE: &[u8] = b"data: [DONE]\n\n";
 /// A chunk that is not JSON ([`Fault::MalformedFrame`](managed_agents_conformance::Fault::MalformedFrame)).
 pub(super) const MALFORMED: &[u8] = b"data: {\"choices\": [oops\n\n";
 
+/// How the emulator ends a streamed completion: the shapes OpenAI-compatible servers are seen to use. Set it
+/// with [`EmulatorOptions::with_stream_end`](crate::emulator::EmulatorOptions::with_stream_end); a whole
+/// (non-streamed) completion always carries its finish reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum StreamEnd {
+    /// A last chunk carrying the finish reason, then `data: [DONE]`: OpenAI's shape (the default).
+    #[default]
+    FinishReasonThenDone,
+    /// No chunk carries a finish reason (each has `"finish_reason": null`); `data: [DONE]` ends the stream. The
+    /// shape `stubllm` 0.1.5 streams tool calls in.
+    DoneWithoutFinishReason,
+    /// The chunk carrying the finish reason, then the body ends without `data: [DONE]`.
+    FinishReasonWithoutDone,
+}
+
+impl StreamEnd {
+    /// Whether a chunk carries the finish reason.
+    fn finish_reason(self) -> bool {
+        self != StreamEnd::DoneWithoutFinishReason
+    }
+
+    /// The end-of-stream marker, if this shape sends one.
+    pub(super) fn done(self) -> Option<Bytes> {
+        (self != StreamEnd::FinishReasonWithoutDone).then(|| Bytes::from_static(DONE))
+    }
+}
+
 /// An error response in OpenAI's shape.
 pub(super) fn error_response(status: StatusCode, message: &str) -> Response<ResponseBody> {
     json_response(status, &json!({"error": {"message": message, "type": "emulator_error"}}))
 }
 
-/// The frames of a streamed turn: each chunk as an SSE `data:` event.
-pub(super) fn sse_frames(turn: &ScriptTurn, id: &str, model: &Value, include_usage: bool) -> Vec<Bytes> {
-    chunks(turn, id, model, include_usage).iter().map(|chunk| Bytes::from(format!("data: {chunk}\n\n"))).collect()
+/// The frames of a streamed turn: each chunk as an SSE `data:` event (the end marker, if any, is not one).
+pub(super) fn sse_frames(
+    turn: &ScriptTurn,
+    id: &str,
+    model: &Value,
+    include_usage: bool,
+    end: StreamEnd,
+) -> Vec<Bytes> {
+    chunks(turn, id, model, include_usage, end).iter().map(|chunk| Bytes::from(format!("data: {chunk}\n\n"))).collect()
 }
 
 fn finish_reason(stop: &ScriptStop) -> &str {
@@ -54,8 +88,8 @@ pub(super) fn completion(turn: &ScriptTurn, id: &str, model: &Value) -> Value {
     })
 }
 
-/// The chunks of a streamed turn, in order.
-pub(super) fn chunks(turn: &ScriptTurn, id: &str, model: &Value, include_usage: bool) -> Vec<Value> {
+/// The chunks of a streamed turn, in order, ended as `end` says.
+pub(super) fn chunks(turn: &ScriptTurn, id: &str, model: &Value, include_usage: bool, end: StreamEnd) -> Vec<Value> {
     let chunk =
         |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": choices});
     let delta = |delta: Value| chunk(json!([{"index": 0, "delta": delta, "finish_reason": null}]));
@@ -72,7 +106,9 @@ pub(super) fn chunks(turn: &ScriptTurn, id: &str, model: &Value, include_usage: 
         out.push(delta(json!({"tool_calls": [{"index": index, "function": {"arguments": first}}]})));
         out.push(delta(json!({"tool_calls": [{"index": index, "function": {"arguments": second}}]})));
     }
-    out.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason(&turn.stop)}])));
+    if end.finish_reason() {
+        out.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason(&turn.stop)}])));
+    }
     if include_usage && turn.usage.is_some() {
         let mut last = chunk(json!([]));
         last["usage"] = usage(turn);
@@ -110,7 +146,7 @@ mod tests {
             ScriptToolCall::new("call_b", "fetch", json!({"url": "https://example.com/a?b=c"})),
         ])
         .with_text("Looking…");
-        let stream: Vec<u8> = chunks(&turn, "id", &json!("m"), true)
+        let stream: Vec<u8> = chunks(&turn, "id", &json!("m"), true, StreamEnd::default())
             .iter()
             .flat_map(|c| format!("data: {c}\r\n\r\n").into_bytes())
             .chain(b"data: [DONE]\r\n\r\n".iter().copied())

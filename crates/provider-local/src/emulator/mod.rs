@@ -9,8 +9,13 @@
 //! with `retry-after-ms`), [`Fault::Stall`] (a wait before the first byte; the turn counts as served only if the
 //! client still waits when it ends), [`Fault::DropStreamAfter`] (the body breaks after that many chunks),
 //! [`Fault::CloseStreamAfter`] (it ends there, without `[DONE]`), [`Fault::TruncateTurn`] (`data: [DONE]`
-//! there, with no finish reason yet) and [`Fault::MalformedFrame`] (a chunk that is not JSON after the first).
-//! A cut never reaches the finish reason.
+//! there, with no finish reason yet, which the provider takes at its word as the end of the turn) and
+//! [`Fault::MalformedFrame`] (a chunk that is not JSON after the first). A cut never reaches the finish reason.
+//!
+//! How a streamed completion ends is a server's shape, set with [`EmulatorOptions::with_stream_end`]: a chunk
+//! with the finish reason then `data: [DONE]` (OpenAI, the default), `[DONE]` with no finish reason anywhere
+//! ([`StreamEnd::DoneWithoutFinishReason`], as `stubllm` streams tool calls), or the finish reason and no
+//! `[DONE]` ([`StreamEnd::FinishReasonWithoutDone`]).
 //!
 //! Scripts: [`LocalEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
 //! request comes next, or [`Scripts::per_session`], which builds a fresh script for each conversation the first
@@ -58,6 +63,7 @@ mod server;
 mod sessions;
 
 pub use backend::LocalBackend;
+pub use encode::StreamEnd;
 pub use routes::validate_messages;
 pub use server::{EmulatorOptions, LocalEmulator};
 pub use sessions::conversation_key;

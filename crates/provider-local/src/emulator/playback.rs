@@ -8,7 +8,7 @@ use managed_agents_core::http::server::{Pacing, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::emulator::encode::{DONE, MALFORMED, completion, error_response, sse_frames};
+use crate::emulator::encode::{MALFORMED, StreamEnd, completion, error_response, sse_frames};
 use crate::emulator::sessions::{conversation_key, decode_input};
 
 /// The emulator's state.
@@ -17,11 +17,13 @@ pub(super) struct State {
     /// How many completions were served, all conversations together (it numbers their ids).
     completions: usize,
     pub(super) log: InputLog,
+    /// How streamed completions end.
+    stream_end: StreamEnd,
 }
 
 impl State {
-    pub(super) fn new(scripts: Scripts) -> Self {
-        Self { player: ScriptPlayer::new(scripts), completions: 0, log: InputLog::new() }
+    pub(super) fn new(scripts: Scripts, stream_end: StreamEnd) -> Self {
+        Self { player: ScriptPlayer::new(scripts), completions: 0, log: InputLog::new(), stream_end }
     }
 }
 
@@ -32,16 +34,17 @@ pub(super) async fn complete(state: Shared<State>, body: Value) -> Response<Resp
     let model = body.get("model").cloned().unwrap_or(json!("emulated"));
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let include_usage = body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
-    let (call, id) = {
+    let (call, id, end) = {
         let mut guard = state.lock();
-        let State { player, completions, .. } = &mut *guard;
+        let State { player, completions, stream_end, .. } = &mut *guard;
+        let end = *stream_end;
         let id = format!("chatcmpl-emulated-{}", *completions + 1);
         // A whole completion has no frames to cut: only a stall applies to it.
         let frames = |turn: &ScriptTurn, _: usize| {
-            if stream { sse_frames(turn, &id, &model, include_usage) } else { Vec::new() }
+            if stream { sse_frames(turn, &id, &model, include_usage, end) } else { Vec::new() }
         };
         let call = plan_call(player, &key, &input, false, frames, |_| vec![Bytes::from_static(MALFORMED)]);
-        (call, id)
+        (call, id, end)
     };
     let (turn, number, delivery, settle) = match call {
         Call::Deliver { turn, number, delivery, settle } => (turn, number, delivery, settle),
@@ -71,7 +74,7 @@ pub(super) async fn complete(state: Shared<State>, body: Value) -> Response<Resp
             Settle::OnClaim => Pacing::default().claim(Some(Box::new(claim))),
             _ => Pacing::default(),
         };
-        return streamed(delivery, "text/event-stream", Some(Bytes::from_static(DONE)), pacing);
+        return streamed(delivery, "text/event-stream", end.done(), pacing);
     }
     if let Some(stall) = delivery.stall {
         tokio::time::sleep(stall).await;

@@ -2,7 +2,7 @@
 
 use managed_agents_conformance::emulator::Shared;
 use managed_agents_core::http::server::{ReceivedRequest, ResponseBody};
-use managed_agents_core::http::{Method, Response, StatusCode};
+use managed_agents_core::http::{HeaderMap, Method, Response, StatusCode};
 use serde_json::Value;
 
 use crate::emulator::encode::error_response;
@@ -22,10 +22,23 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
         Ok(body) => body,
         Err(error) => return error_response(StatusCode::BAD_REQUEST, &format!("invalid JSON: {error}")),
     };
+    record_wire_settings(&state, &request.headers, &body);
     if let Err(problem) = validate_messages(&body) {
         return error_response(StatusCode::BAD_REQUEST, &problem);
     }
     complete(state, body).await
+}
+
+/// Records, for the model-configuration scenarios, the model a request names and the bearer key it carries.
+fn record_wire_settings(state: &Shared<State>, headers: &HeaderMap, body: &Value) {
+    let log = &state.lock().log;
+    if let Some(model) = body.get("model").and_then(Value::as_str) {
+        log.record_model(model);
+    }
+    let bearer = headers.get("authorization").and_then(|value| value.to_str().ok());
+    if let Some(key) = bearer.and_then(|value| value.strip_prefix("Bearer ")) {
+        log.record_credential(key);
+    }
 }
 
 /// Rejects conversations a strict server (OpenAI) rejects: a tool call left unanswered before the next

@@ -8,6 +8,7 @@ use managed_agents_conformance::{InputLog, Scripts};
 use managed_agents_core::http::HeaderMap;
 use serde_json::Value;
 
+use crate::emulator::encode::StreamEnd;
 use crate::emulator::playback::State;
 use crate::emulator::routes::{is_chat, route};
 #[cfg(doc)]
@@ -17,10 +18,24 @@ use crate::provider::builder::LocalBuilder;
 #[cfg(doc)]
 use managed_agents_conformance::Script;
 
-/// How a [`LocalEmulator`] behaves beyond its script. Nothing to set yet: [`EmulatorOptions::default`].
+/// How a [`LocalEmulator`] behaves beyond its script: start from [`EmulatorOptions::default`] (OpenAI's
+/// shapes) and change what you need with the `with_*` methods.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
-pub struct EmulatorOptions {}
+pub struct EmulatorOptions {
+    /// How a streamed completion ends (default [`StreamEnd::FinishReasonThenDone`]).
+    pub stream_end: StreamEnd,
+}
+
+impl EmulatorOptions {
+    /// Streamed completions end as `end` says: e.g. [`StreamEnd::DoneWithoutFinishReason`] to play a server
+    /// that never sends a finish reason.
+    #[must_use]
+    pub fn with_stream_end(mut self, end: StreamEnd) -> Self {
+        self.stream_end = end;
+        self
+    }
+}
 
 /// The emulator. Dropping it stops the server.
 ///
@@ -45,8 +60,8 @@ impl LocalEmulator {
 
     /// [`LocalEmulator::start`] with `options`.
     pub async fn start_with(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
-        let EmulatorOptions {} = options;
-        let server = EmulatorServer::start(State::new(scripts.into()), route).await?;
+        let EmulatorOptions { stream_end } = options;
+        let server = EmulatorServer::start(State::new(scripts.into(), stream_end), route).await?;
         Ok(Self { server })
     }
 

@@ -240,17 +240,19 @@ impl LocalBuilder {
             headers: self.headers,
             http: self.http,
         };
-        // Checked even with a custom chat backend: a per-run `base_url` or `api_key` is refused there, but the
+        // Checked even with a custom chat backend (which takes no run's destination or credential): the
         // settings must still make sense.
         http.validate()?;
-        let custom_chat = self.chat.is_some();
-        let chat: Arc<dyn ChatBackend> = match self.chat {
-            Some(chat) => chat,
-            None => Arc::new(HttpChat::new(http.clone())?),
+        let (chat, builtin): (Arc<dyn ChatBackend>, _) = match self.chat {
+            Some(chat) => (chat, None),
+            None => {
+                let builtin = HttpChat::new(http.clone())?;
+                (Arc::new(builtin.clone()), Some(builtin))
+            }
         };
         let settings = Settings {
-            custom_chat,
             http,
+            builtin,
             model,
             system_prompt: self.system_prompt,
             tools: self.tools.iter().map(openai_tool).collect(),

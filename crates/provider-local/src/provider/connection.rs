@@ -92,21 +92,12 @@ impl RequestResponseConnection for LocalConnection {
                 tools: self.tools.clone(),
                 stream: self.stream,
             };
-            let response = self.chat.complete(request, &live).await?;
+            let mut response = self.chat.complete(request, &live).await?;
             let streamed = !response.events.is_empty();
-            events.extend(response.events);
+            events.append(&mut response.events);
             let message = wire::clean_message(&response.message, &format!("call_{}", self.guards.polls));
             self.history.push(message.clone());
-            events.push(wire::event(
-                wire::MODEL_RESPONSE,
-                json!({
-                    "message": message,
-                    "finish_reason": response.finish_reason,
-                    "usage": response.usage,
-                    "streamed": streamed,
-                    "response": response.raw,
-                }),
-            ));
+            events.push(wire::model_response(message.clone(), response, streamed));
             let calls = wire::tool_uses(&message);
             let duplicates = self.guards.duplicates(&self.guards_settings, &calls);
             for duplicate in &duplicates {

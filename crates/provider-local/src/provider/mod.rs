@@ -1,15 +1,14 @@
 //! The Local provider: [`Local`] and its [`Provider`] impl (here), its builder (`builder`), the agent loop of one
-//! connection (`connection`: one chat-completions call per model turn) and the weak-model guards it applies
-//! (`guards`).
+//! connection (`connection`: one chat-completions call per model turn), the weak-model guards it applies
+//! (`guards`), the model rule (`catalog`) and a run's own chat client (`endpoint`).
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use managed_agents_core::Secret;
 use managed_agents_core::{
-    AgentHandle, AgentSpec, Capabilities, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest, Provider,
-    TurnResult,
+    AgentHandle, AgentSpec, Capabilities, DataPlane, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest,
+    Provider, TurnResult,
 };
 use serde_json::{Value, json};
 
@@ -19,9 +18,12 @@ use crate::provision::Agents;
 use crate::wire;
 use crate::wire::chat::ChatBackend;
 use crate::wire::http::{HttpChat, HttpChatConfig};
+use crate::wire::openai_tool;
 
 pub(crate) mod builder;
+mod catalog;
 mod connection;
+mod endpoint;
 pub(crate) mod guards;
 
 /// An in-process agent loop over any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM,
@@ -29,9 +31,15 @@ pub(crate) mod guards;
 ///
 /// [`Local::builder`] takes only what it is given; [`Local::from_env`] (or
 /// [`LocalBuilder::from_env`](crate::LocalBuilder::from_env), to override some of it) reads `OPENAI_BASE_URL`,
-/// `OPENAI_API_KEY` and `OPENAI_MODEL`. Per run, [`SessionOptions::model`](managed_agents_core::SessionOptions::model)
-/// picks the model and the provider options `base_url` / `api_key` point the run at another endpoint (gateway
-/// lanes).
+/// `OPENAI_API_KEY` and `OPENAI_MODEL`.
+///
+/// Per run, [`SessionOptions::model_config`](managed_agents_core::SessionOptions::model_config) picks the model
+/// (an `openai:` catalog prefix is dropped; any other id goes to the server as given, so Ollama's `qwen3:8b`
+/// stays whole) and, with the built-in client, a destination and credential for that run's chat calls
+/// (gateway lanes): a destination gets the run's credential and nothing of the provider's key or extra headers.
+/// [`SessionOptions::system_prompt`](managed_agents_core::SessionOptions::system_prompt) and
+/// [`SessionOptions::tools`](managed_agents_core::SessionOptions::tools) replace the agent's for a fresh run (a
+/// resumed transcript keeps the system message it holds). The provider and other sessions are never changed.
 #[derive(Clone)]
 pub struct Local {
     settings: Arc<Settings>,
@@ -43,8 +51,9 @@ pub struct Local {
 
 /// What [`LocalBuilder::build`](crate::LocalBuilder::build) settled.
 struct Settings {
-    custom_chat: bool,
     http: HttpChatConfig,
+    /// The built-in client, which a run's destination and credential derive from; `None` with a custom backend.
+    builtin: Option<HttpChat>,
     model: String,
     system_prompt: Option<String>,
     tools: Vec<Value>,
@@ -65,34 +74,18 @@ impl fmt::Debug for Local {
 }
 
 impl Local {
-    /// What the provider supports: a client-held transcript, and the model chosen per run.
-    pub const CAPABILITIES: Capabilities = Capabilities::none().with_transcript().with_runtime_model();
+    /// What the provider supports with its built-in client: a client-held transcript, the model, system prompt
+    /// and tools chosen per run, and a run's own destination and credential for its chat calls. With a custom
+    /// [`ChatBackend`] the data plane is [`DataPlane::None`] ([`Provider::capabilities`] says so).
+    pub const CAPABILITIES: Capabilities = Capabilities::none()
+        .with_transcript()
+        .with_runtime_model()
+        .with_runtime_overrides()
+        .with_data_plane(DataPlane::ChatCompletions);
 
     /// The model runs use unless a session picks another.
     pub fn model(&self) -> &str {
         &self.settings.model
-    }
-
-    /// The chat client of a run: the provider's own, or one for the run's `base_url` / `api_key` options.
-    fn chat_for(&self, request: &OpenRequest) -> Result<Arc<dyn ChatBackend>, Error> {
-        let (base_url, api_key) = (request.str_option("base_url"), request.str_option("api_key"));
-        if base_url.is_none() && api_key.is_none() {
-            return Ok(Arc::clone(&self.chat));
-        }
-        if self.settings.custom_chat {
-            return Err(Error::invalid_option(
-                "base_url",
-                "a per-run base_url or api_key applies to the built-in HTTP client, not to a custom chat backend",
-            ));
-        }
-        let mut http = self.settings.http.clone();
-        if let Some(base_url) = base_url {
-            http.base_url = base_url.to_string();
-        }
-        if let Some(api_key) = api_key {
-            http.api_key = Some(Secret::new(api_key));
-        }
-        Ok(Arc::new(HttpChat::new(http)?))
     }
 }
 
@@ -108,13 +101,24 @@ impl Provider for Local {
         format!("local:{:016x}", self.instance)
     }
 
+    /// [`Local::CAPABILITIES`]; with a custom chat backend, no data plane (a run's destination and credential
+    /// apply to the built-in HTTP client only).
     fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
+        match self.settings.builtin {
+            Some(_) => Self::CAPABILITIES,
+            None => Self::CAPABILITIES.with_data_plane(DataPlane::None),
+        }
+    }
+
+    /// The model value of the chat wire: an `openai:` prefix is dropped, any other id is sent as given (see the
+    /// type's doc); no id is refused.
+    fn native_model(&self, id: &str) -> Result<Value, Error> {
+        Ok(Value::String(catalog::wire_model(id).to_string()))
     }
 
     async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
         let settings = &self.settings;
-        let chat = self.chat_for(&request)?;
+        let chat = endpoint::chat_for(&request, &self.chat, settings.builtin.as_ref())?;
         // A provisioned agent's system prompt and tools drive the run; otherwise the builder's.
         let profile = match &request.agent_id {
             Some(id) => Some(self.agents.get(id).ok_or_else(|| {
@@ -122,11 +126,18 @@ impl Provider for Local {
             })?),
             None => None,
         };
-        let system_prompt = match &profile {
-            Some(profile) => Some(profile.system_prompt.as_str()),
-            None => settings.system_prompt.as_deref(),
+        // The run's overrides come first, then the agent's, then the builder's.
+        let system_prompt = match (&request.system, &profile) {
+            (Some(system), _) => Some(system.as_str()),
+            (None, Some(profile)) => Some(profile.system_prompt.as_str()),
+            (None, None) => settings.system_prompt.as_deref(),
         };
-        let tools = profile.as_ref().map_or_else(|| settings.tools.clone(), |profile| profile.tools.clone());
+        let tools = match (&request.tools, &profile) {
+            (Some(tools), _) => tools.iter().map(openai_tool).collect(),
+            (None, Some(profile)) => profile.tools.clone(),
+            (None, None) => settings.tools.clone(),
+        };
+        let model = catalog::wire_model(request.model().unwrap_or(&settings.model)).to_string();
         let resumed = !request.history.is_empty();
         let history = if resumed {
             request.history
@@ -141,7 +152,7 @@ impl Provider for Local {
         }
         Ok(OpenConnection::RequestResponse(Box::new(LocalConnection {
             chat,
-            model: request.model_config.model.unwrap_or_else(|| settings.model.clone()),
+            model,
             stream: settings.stream,
             guards_settings: guards,
             tools,

@@ -96,7 +96,7 @@ impl ChunkAssembler {
         }
     }
 
-    /// Whether a finish reason arrived (a stream that ends without one, and without `[DONE]`, was cut short).
+    /// Whether a finish reason arrived (a stream that ends with neither one nor `[DONE]` was cut short).
     pub fn finished(&self) -> bool {
         self.finish_reason.is_some()
     }

@@ -89,6 +89,18 @@ impl HttpChat {
         Ok(Self { client: HttpClient::with_options(&config.http.options)?, config })
     }
 
+    /// A client for `config` on this one's connection pool (a run's own destination or credential), once
+    /// [`HttpChatConfig::validate`] accepts it.
+    pub(crate) fn with_config(&self, config: HttpChatConfig) -> Result<Self, Error> {
+        config.validate()?;
+        Ok(Self { client: self.client.clone(), config })
+    }
+
+    /// Where and how this client calls.
+    pub(crate) fn config(&self) -> &HttpChatConfig {
+        &self.config
+    }
+
     fn request(&self, body: &Bytes) -> Result<Request<RequestBody>, Error> {
         let url = chat_url(&self.config.base_url);
         let mut builder = Request::builder()
@@ -127,10 +139,11 @@ impl HttpChat {
             live.emit(event.clone());
             events.push(event);
         }
-        // A turn is over only once a choice says why it finished: a stream that ends without a finish reason,
-        // cleanly or with `[DONE]`, was cut short, whatever it delivered (decision 71).
-        if !assembler.finished() {
-            tracing::debug!(done, "the chat stream ended without a finish reason");
+        // Either end is the server's word that the turn is complete: `[DONE]`, or a choice saying why it
+        // finished (some servers send one and not the other; the connection infers a missing finish reason). A
+        // stream that stops with neither was cut short, whatever it delivered.
+        if !done && !assembler.finished() {
+            tracing::debug!("the chat stream ended with neither a finish reason nor [DONE]");
             return Err(Error::StreamClosed);
         }
         let (message, finish_reason, usage) = assembler.finish();

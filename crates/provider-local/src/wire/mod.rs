@@ -6,12 +6,14 @@
 //! | `type` | fields |
 //! |---|---|
 //! | `local.chunk` | `chunk`: one raw `chat.completion.chunk` object (streaming) |
-//! | `local.model_response` | `message` (the assistant message), `finish_reason`, `usage`, `streamed`, and `response` (the raw completion, non-streaming) |
+//! | `local.model_response` | `message` (the assistant message), `finish_reason`, `finish_reason_inferred` (`true` when the server sent none and it was inferred from the message), `usage`, `streamed`, and `response` (the raw completion, non-streaming) |
 //! | `local.duplicate_tool_call` | `tool_call`: a call repeated within the request, answered in the history instead of run |
 //! | `local.directive` | `role` (`corrective` / `final_turn`), `text`: a guard's message to the model |
 
 use managed_agents_core::{Event, Terminal, ToolResult, ToolSchema, ToolUse, TurnResult, Usage};
 use serde_json::{Map, Value, json};
+
+use crate::wire::chat::ChatResponse;
 
 pub mod assemble;
 pub(crate) mod chat;
@@ -81,6 +83,29 @@ pub fn clean_message(message: &Value, id_prefix: &str) -> Value {
     } else {
         json!({"role": "assistant", "content": content, "tool_calls": calls})
     }
+}
+
+/// The event carrying one model response: the assistant `message` as it went into the history, the rest from
+/// `response`. A response without a finish reason (some servers end a stream with `[DONE]` alone) gets one
+/// inferred from the message — `tool_calls` when it has calls, else `stop` — and `finish_reason_inferred`
+/// says so.
+pub(crate) fn model_response(message: Value, response: ChatResponse, streamed: bool) -> Event {
+    let (finish_reason, inferred) = match response.finish_reason {
+        Some(reason) => (reason, false),
+        None if tool_uses(&message).is_empty() => ("stop".to_string(), true),
+        None => ("tool_calls".to_string(), true),
+    };
+    event(
+        MODEL_RESPONSE,
+        json!({
+            "message": message,
+            "finish_reason": finish_reason,
+            "finish_reason_inferred": inferred,
+            "usage": response.usage,
+            "streamed": streamed,
+            "response": response.raw,
+        }),
+    )
 }
 
 /// The tool calls of an assistant message, as [`ToolUse`]s. Arguments that are not valid JSON are kept as the
@@ -199,6 +224,27 @@ mod tests {
         assert_eq!(normalize(&[]).terminal, Terminal::Terminated);
         let turn = normalize(&[response(call, "tool_calls")]);
         assert_eq!(turn.custom_tool_uses, vec![ToolUse::new("a", "f", json!({"x": 1}))]);
+    }
+
+    #[test]
+    fn a_missing_finish_reason_is_inferred_from_the_message_and_marked() {
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]});
+        let text = json!({"role": "assistant", "content": "hi"});
+        let inferred = |message: &Value| {
+            let event = model_response(message.clone(), ChatResponse::new(message.clone()), true);
+            (event.get("finish_reason").cloned(), event.get("finish_reason_inferred").cloned())
+        };
+        assert_eq!(inferred(&call), (Some(json!("tool_calls")), Some(json!(true))));
+        assert_eq!(inferred(&text), (Some(json!("stop")), Some(json!(true))));
+        let mut given = ChatResponse::new(text.clone());
+        given.finish_reason = Some("length".into());
+        let event = model_response(text, given, false);
+        assert_eq!(event.get("finish_reason"), Some(&json!("length")), "the server's own reason stands");
+        assert_eq!(event.get("finish_reason_inferred"), Some(&json!(false)));
+        assert_eq!(normalize(&[event]).terminal, Terminal::Terminated);
+        let turn = normalize(&[model_response(call.clone(), ChatResponse::new(call), true)]);
+        assert_eq!((turn.terminal, turn.stop_reason), (Terminal::RequiresAction, Some(json!("tool_calls"))));
     }
 
     #[test]
