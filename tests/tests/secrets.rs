@@ -36,8 +36,8 @@ use managed_agents_core::Secret;
 use managed_agents_core::artifacts::Artifacts;
 use managed_agents_core::http::{Method, StatusCode};
 use managed_agents_core::{
-    AgentSpec, EnvironmentSpec, Error, NoTools, OpenRequest, Provider, RetryPolicy, Session, SessionOptions,
-    SessionResult, ToolSchema, TurnInput, tool_fn, tool_fn_with_info,
+    AgentSpec, EnvironmentSpec, Error, ModelConfig, NoTools, OpenRequest, Provider, RetryPolicy, Session,
+    SessionOptions, SessionResult, ToolSchema, TurnInput, tool_fn, tool_fn_with_info,
 };
 use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_local::{ChatRequest, Local, LocalBuilder};
@@ -61,7 +61,7 @@ const AWS_SESSION_TOKEN: &str = "SESSIONTOKEN-SECRET-IQoJb3JpZ2luX2VjEHcaCXVzLWV
 const AWS_ACCESS_KEY_ID: &str = "AKIASECRETSTESTKEYID";
 /// The Local provider's API key.
 const LOCAL_KEY: &str = "sk-local-SECRET-8fQ2wN7xZ4cV1bM6hJ3kL9pR";
-/// A per-run Local API key (the `api_key` provider option: a gateway lane).
+/// A per-run Local API key (a run's `ModelConfig` credential: a gateway lane).
 const LOCAL_RUN_KEY: &str = "sk-lane-SECRET-5tY8uI2oP4aS7dF1gH6jK3lZ";
 /// The value of an extra header on Local's requests (a gateway's own key).
 const LOCAL_HEADER_VALUE: &str = "gw-SECRET-header-Xk4Pq8Rm2Vn6Bt1Lz9Hc";
@@ -816,14 +816,13 @@ async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
         Script::new().turn(ScriptTurn::tool_call("call_1", "lookup", json!({}))).turn(ScriptTurn::text("lane"));
     let (emulator, provider) = local(script).await;
     let options = SessionOptions::new()
-        .provider_option("api_key", LOCAL_RUN_KEY)
+        .model_config(ModelConfig::new().credential(LOCAL_RUN_KEY).metadata("lane", "search"))
         .metadata("team", "search")
         .prompt("go")
         .timeout(RUN_TIMEOUT);
     printed.debug("SessionOptions (per-run key)", &options);
     let mut open = OpenRequest::default();
-    open.options.insert("api_key".into(), json!(LOCAL_RUN_KEY));
-    open.options.insert("base_url".into(), json!(emulator.base_url()));
+    open.model_config = ModelConfig::new().credential(LOCAL_RUN_KEY).destination(emulator.base_url());
     printed.debug("OpenRequest (per-run key)", &open);
     printed.debug("TurnInput", &TurnInput::Kickoff { prompt: "go".into(), outcome: None });
     let infos = Arc::new(Mutex::new(Vec::new()));
@@ -845,7 +844,8 @@ async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
     assert!(!infos.lock().unwrap_or_else(PoisonError::into_inner).is_empty(), "the handler saw its session");
     assert!(printed.outcome("Local per-run key", &outcome), "{outcome:?}");
     assert!(received(&emulator, "authorization", &format!("Bearer {LOCAL_RUN_KEY}")), "the per-run key was sent");
-    let options = SessionOptions::new().provider_option("api_key", format!("{LOCAL_RUN_KEY}\n")).prompt("go");
+    let options =
+        SessionOptions::new().model_config(ModelConfig::new().credential(format!("{LOCAL_RUN_KEY}\n"))).prompt("go");
     let outcome = Session::run(&provider, NoTools, options).await;
     assert!(!printed.outcome("Local per-run key not a header value", &outcome), "{outcome:?}");
 

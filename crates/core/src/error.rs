@@ -374,6 +374,12 @@ impl Error {
         Self::UnsupportedModel { provider: provider.into(), model: model.into() }
     }
 
+    /// An [`Error::DataPlaneUnsupported`]: `provider` cannot take a run's `setting` (`"credential"` or
+    /// `"destination"`).
+    pub fn data_plane_unsupported(provider: impl Into<String>, setting: &'static str) -> Self {
+        Self::DataPlaneUnsupported { provider: provider.into(), setting }
+    }
+
     /// An [`Error::Unsupported`]: `provider` does not support `operation`.
     pub fn unsupported(operation: &'static str, provider: impl Into<String>) -> Self {
         Self::Unsupported { operation, provider: provider.into() }

@@ -117,7 +117,7 @@ impl ModelConfig {
         if let Some(setting) = self.data_plane_setting()
             && !data_plane.accepts_settings()
         {
-            return Err(Error::DataPlaneUnsupported { provider: provider.to_string(), setting });
+            return Err(Error::data_plane_unsupported(provider, setting));
         }
         if self.model.as_deref().is_some_and(|model| model.trim().is_empty()) {
             return Err(Error::invalid_option("model", "must not be blank"));
