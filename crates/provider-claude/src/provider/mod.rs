@@ -8,7 +8,7 @@ pub(crate) mod spend_limit;
 use async_trait::async_trait;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest, Provider,
-    ToolUse, TurnResult,
+    ThreadUpdate, ToolUse, TurnResult,
 };
 use serde_json::{Value, json};
 
@@ -22,6 +22,7 @@ use crate::wire::client::ClaudeClient;
 use crate::wire::events;
 use crate::wire::excerpt;
 use crate::wire::stream::EventStream;
+use crate::wire::thread_events;
 
 /// Claude Managed Agents as a loop host: the agent loop runs on Anthropic's side; custom tool calls come back
 /// over the session's event stream and run locally through the session's handler. Cheap to clone.
@@ -145,6 +146,11 @@ impl Provider for ClaudeManagedAgents {
 
     fn text_delta(&self, event: &Event) -> Option<String> {
         events::text_delta(event)
+    }
+
+    /// A multi-agent session's thread events: threads created, their statuses, the messages between them.
+    fn thread_update(&self, event: &Event) -> Option<ThreadUpdate> {
+        thread_events::thread_update(event)
     }
 
     fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
