@@ -223,6 +223,41 @@ async fn a_thread_is_interrupted_alone_and_the_coordinator_goes_on() {
 }
 
 #[tokio::test]
+async fn a_sub_agents_confirmation_deferred_to_a_person_is_approved_naming_its_thread() {
+    let calls = [ScriptToolCall::host("m1", "create_issue", json!({"title": "tides"}))];
+    let script = Script::new().turn(ScriptTurn::tool_calls(calls)).turn(ScriptTurn::text("Filed."));
+    let run = Coordinated::start(script).await;
+    // The default permission hook defers confirmations to a person.
+    let options = SessionOptions::new()
+        .agent_id(run.ids.0.clone())
+        .environment_id(run.ids.1.clone())
+        .timeout(Duration::from_secs(30));
+    let mut session = Session::start(Arc::new(run.provider.clone()), EchoTools, options).await.unwrap();
+    let request = loop {
+        match tokio::time::timeout(Duration::from_secs(30), session.next_notification()).await {
+            Ok(Some(Notification::ApprovalRequested(request))) => break request,
+            Ok(Some(Notification::Finished(_) | Notification::Failed(_))) | Ok(None) | Err(_) => {
+                panic!("no approval was asked for")
+            }
+            Ok(Some(_)) => {}
+        }
+    };
+    assert_eq!((request.tool_use.id.as_str(), request.tool_use.kind), ("m1", ToolKind::Confirmation));
+    let thread_id = request.tool_use.thread_id.clone().expect("the approval request names the sub-agent's thread");
+    session.approve("m1").await.unwrap();
+    let result = finished(&mut session).await;
+    assert!(result.text.ends_with("Filed."), "{}", result.text);
+    let answers = run.answers(result.session_id.as_deref().unwrap());
+    assert_eq!(
+        answers,
+        [json!({"type": "user.tool_confirmation", "tool_use_id": "m1", "result": "allow",
+                "session_thread_id": thread_id})]
+    );
+    let report = result.thread_messages.iter().find(|m| m.direction == MessageDirection::Received).unwrap();
+    assert!(report.text.ends_with("create_issue ran on the loop host"), "{}", report.text);
+}
+
+#[tokio::test]
 async fn an_answer_naming_another_thread_is_refused() {
     let run = Coordinated::start(delegated_script()).await;
     let client = run.provider.client();
@@ -321,6 +356,29 @@ async fn a_sub_agents_pending_call_is_recovered_after_a_reconnect_and_answered_i
     let answers = run.answers(&session_id);
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0]["session_thread_id"].as_str(), calls[0].thread_id.as_deref());
+}
+
+#[tokio::test]
+async fn a_session_reattached_while_a_sub_agent_waits_answers_its_call_naming_the_thread() {
+    let run = Coordinated::start(delegated_script()).await;
+    let client = run.provider.client();
+    let session = client.create_session(json!({"agent": run.ids.0, "environment_id": run.ids.1})).await.unwrap();
+    let session_id = session["id"].as_str().unwrap().to_string();
+    let primary = client.list_all_threads(&session_id).await.unwrap()[0]["id"].as_str().unwrap().to_string();
+    let mut stream = client.open_thread_stream(&session_id, &primary).await.unwrap();
+    let kickoff = json!({"type": "user.message", "content": [{"type": "text", "text": "go"}]});
+    client.send_events(&session_id, vec![kickoff]).await.unwrap();
+    while stream.next_event().await.expect("open").unwrap().kind() != Some("session.status_idle") {}
+    drop(stream);
+
+    let (handler, seen) = recording(EchoTools);
+    let result =
+        Session::run(&run.provider, handler, run.options.clone().session_id(session_id.clone())).await.unwrap();
+    assert!(result.text.ends_with("The worker found the tides."), "{}", result.text);
+    let thread = seen.calls()[0].thread_id.clone().expect("the recovered call names its thread");
+    let answers = run.answers(&session_id);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(answers.iter().all(|a| a["session_thread_id"] == thread.as_str()), "{answers:?}");
 }
 
 #[tokio::test]

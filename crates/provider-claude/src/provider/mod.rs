@@ -31,6 +31,10 @@ use crate::wire::thread_events;
 /// such calls reach the session as [`ToolKind::Confirmation`](managed_agents_core::ToolKind) tool uses, which
 /// its permission hook allows, denies or defers, and the answers are posted as `user.tool_confirmation`.
 ///
+/// Multi-agent sessions (a coordinator provisioned with a roster, [`crate::provision::ClaudeAgent`]): thread
+/// events become thread updates, a sub-agent's calls come with [`ToolUse::thread_id`] and are answered naming its
+/// thread, and [`TurnInput::InterruptThread`](managed_agents_core::TurnInput) stops one thread.
+///
 /// Open options: `agent_id` and `environment_id` (or an `AgentHandle`) for a new session, or `session_id` to
 /// reattach to an existing one. Provider options: `title` (string) and `session_metadata` (object) are sent with
 /// the new session, and `budget` (a [`SpendLimit`], see [`SpendLimit::OPTION`]) caps its spend.
