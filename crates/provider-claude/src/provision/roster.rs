@@ -26,6 +26,7 @@ pub enum RosterEntry {
     /// The coordinator itself: it may spawn copies of itself (`{"type": "self"}`; at most one).
     Itself,
     /// A stored agent: the version given, or (`None`) its latest version when the coordinator is saved.
+    #[non_exhaustive]
     Agent {
         /// The agent's id (`agent_…`).
         id: String,
@@ -33,6 +34,7 @@ pub enum RosterEntry {
         version: Option<u32>,
     },
     /// A model the primary thread may consult mid-turn (`{"type": "advisor", "model"}`; at most one).
+    #[non_exhaustive]
     Advisor {
         /// The advisor's model: a bare Claude model id or an `anthropic:` catalog id.
         model: String,
