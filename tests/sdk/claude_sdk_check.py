@@ -3,7 +3,8 @@
 Usage: python claude_sdk_check.py BASE_URL
 
 BASE_URL is what `cargo run -p managed-agents-claude --features emulator --example serve_claude_emulator` prints. The
-emulator's script must be: one turn calling the custom tool `get_weather`, then one turn of text.
+emulator's script, for every session, must be: one turn calling the custom tool `get_weather`, then one turn of text
+(on a coordinator's session, the emulator runs the tool turn in a sub-agent's thread).
 
 Every response is parsed with the SDK's strict validation (`_strict_response_validation=True`: a missing
 required field or a wrong type is an error), and every model is also checked to have had each of its required
@@ -229,6 +230,89 @@ def check_session(client: anthropic.Anthropic, types: Any, agent_id: str, enviro
     expect(deleted.id == session.id and deleted.type == "session_deleted", "sessions.delete: response")
 
 
+GET_WEATHER = {
+    "type": "custom",
+    "name": "get_weather",
+    "description": "The weather in a city",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def check_multiagent(client: anthropic.Anthropic, types: Any, environment_id: str) -> None:
+    """A coordinator's session: its thread events decode, a sub-agent's call is answered naming its thread, and
+    the threads endpoints (list, retrieve, events, stream, archive) answer in the SDK's types."""
+    agents = client.beta.agents
+    sessions = client.beta.sessions
+    worker = agents.create(name="sdk_check_worker", model="claude-haiku-4-5", system="Look it up.", tools=[GET_WEATHER])
+    checked(worker, types.BetaManagedAgentsAgent, "agents.create (worker)")
+    lead = agents.create(
+        name="sdk_check_lead",
+        model="claude-opus-4-8",
+        system="Delegate, then answer.",
+        multiagent={
+            "type": "coordinator",
+            "agents": [worker.id, {"type": "advisor", "model": "claude-opus-4-8"}, {"type": "self"}],
+        },
+    )
+    checked(lead, types.BetaManagedAgentsAgent, "agents.create (coordinator)")
+    roster = [(entry.type, getattr(entry, "id", None)) for entry in lead.multiagent.agents]
+    expect(roster == [("agent", worker.id), ("agent", lead.id), ("advisor", None)], f"resolved roster: {roster}")
+    session = sessions.create(agent=lead.id, environment_id=environment_id)
+    checked(session, types.BetaManagedAgentsSession, "sessions.create (coordinator)")
+    copied = session.agent.multiagent.agents
+    expect(copied[0].name == "sdk_check_worker", f"the session's roster: {[getattr(a, 'name', a.type) for a in copied]}")
+
+    streamed: list[Any] = []
+    with sessions.events.stream(session.id) as stream:
+        sessions.events.send(session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": PROMPT}]}])
+        idle = stream_until_idle(stream, streamed)
+        expect(idle.stop_reason.type == "requires_action", f"first idle: {idle.stop_reason!r}")
+        created = [e for e in streamed if e.type == "session.thread_created"]
+        expect(len(created) == 1 and created[0].agent_name == "sdk_check_worker", f"threads created: {created}")
+        thread_id = created[0].session_thread_id
+        calls = [e for e in streamed if e.type == "agent.custom_tool_use"]
+        expect([c.session_thread_id for c in calls] == [thread_id], "the sub-agent's call is cross-posted")
+        expect(idle.stop_reason.event_ids == [calls[0].id], "requires_action names the sub-agent's call")
+        waiting = [e for e in streamed if e.type == "session.thread_status_idle"]
+        expect(waiting and waiting[-1].stop_reason.type == "requires_action", "the thread waits too")
+        result = {
+            "type": "user.custom_tool_result",
+            "custom_tool_use_id": calls[0].id,
+            "content": [{"type": "text", "text": "sunny, 21 C"}],
+            "session_thread_id": thread_id,
+        }
+        sent = sessions.events.send(session.id, events=[result])
+        checked(sent, types.sessions.BetaManagedAgentsSendSessionEvents, "events.send (a sub-agent's result)")
+        idle = stream_until_idle(stream, streamed)
+        expect(idle.stop_reason.type == "end_turn", f"second idle: {idle.stop_reason!r}")
+    tasks = [e for e in streamed if e.type == "agent.thread_message_sent"]
+    expect([t.to_session_thread_id for t in tasks] == [thread_id], "the coordinator's task")
+    reports = [e for e in streamed if e.type == "agent.thread_message_received"]
+    expect(len(reports) == 1 and reports[0].from_session_thread_id == thread_id, "the sub-agent's report")
+    expect("sunny, 21 C" in reports[0].content[0].text, f"report: {reports[0].content!r}")
+    echoed = [e for e in streamed if e.type == "user.custom_tool_result"]
+    expect(echoed[-1].session_thread_id == thread_id, "the result's echo names the thread it was routed to")
+
+    threads = sessions.threads
+    listed, _ = all_items(threads.list(session.id), "threads.list", types.sessions.BetaManagedAgentsSessionThread)
+    expect([t.id for t in listed][1:] == [thread_id], f"threads.list: {[t.id for t in listed]}")
+    expect(listed[0].parent_thread_id is None and listed[1].parent_thread_id == listed[0].id, "parents")
+    one = threads.retrieve(thread_id, session_id=session.id)
+    checked(one, types.sessions.BetaManagedAgentsSessionThread, "threads.retrieve")
+    expect(one.status == "idle" and one.agent.name == "sdk_check_worker", f"threads.retrieve: {one.status}")
+    own, pages = all_items(
+        threads.events.list(thread_id, session_id=session.id, limit=2), "threads.events.list", BaseModel
+    )
+    expect(pages >= 2 and own[0].type == "agent.thread_message_received", f"the thread's history: {own[:1]}")
+    with threads.events.stream(thread_id, session_id=session.id) as thread_stream:
+        archived = threads.archive(thread_id, session_id=session.id)
+        checked(archived, types.sessions.BetaManagedAgentsSessionThread, "threads.archive")
+        expect(archived.archived_at is not None and archived.status == "terminated", "threads.archive: fields")
+        live = next(iter(thread_stream))
+        require_fields(live, "streamed thread event")
+        expect(live.type == "session.thread_status_terminated", f"the thread stream: {live.type}")
+
+
 def check_credentials(base_url: str, types: Any, agent_id: str) -> None:
     bearer = client_with(base_url, auth_token="sdk-check-token", api_key=None)
     checked(bearer.beta.agents.retrieve(agent_id), types.BetaManagedAgentsAgent, "agents.retrieve (bearer)")
@@ -263,6 +347,7 @@ def main(argv: list[str]) -> int:
         agent_id, _ = check_agents(client, types)
         environment_id = check_environments(client, types)
         check_session(client, types, agent_id, environment_id)
+        check_multiagent(client, types, environment_id)
         check_credentials(base_url, types, agent_id)
     except CheckFailed as failure:
         print(f"FAILED: {failure}", file=sys.stderr)

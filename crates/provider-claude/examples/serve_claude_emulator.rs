@@ -4,14 +4,15 @@
 //! cargo run -p managed-agents-claude --features emulator --example serve_claude_emulator
 //! ```
 //!
-//! It prints one line, `BASE_URL=http://127.0.0.1:PORT`, and serves until its standard input reaches EOF. The
-//! script it plays: the first turn calls the custom tool `get_weather` and waits for its result; the second
-//! answers in text. Any API key or bearer token is accepted.
+//! It prints one line, `BASE_URL=http://127.0.0.1:PORT`, and serves until its standard input reaches EOF. Each
+//! session plays the same script: the first turn calls the custom tool `get_weather` and waits for its result
+//! (in a sub-agent's thread when the session's agent has a coordinator roster); the second answers in text. Any
+//! API key or bearer token is accepted.
 
 use std::io::Write;
 
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_conformance::{Script, ScriptTurn};
+use managed_agents_conformance::{Script, ScriptTurn, Scripts};
 use serde_json::json;
 
 /// The script served: a `get_weather` tool call with some text, then the answer in text (`tests/sdk.rs` runs
@@ -26,9 +27,14 @@ pub fn script() -> Script {
         .turn(ScriptTurn::text("It is sunny in Oslo.").with_usage(20, 9))
 }
 
+/// What the example serves: [`script`] for every session.
+pub fn scripts() -> Scripts {
+    Scripts::per_session(|_| script())
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let emulator = ClaudeEmulator::start(script()).await?;
+    let emulator = ClaudeEmulator::start(scripts()).await?;
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "BASE_URL={}", emulator.base_url())?;

@@ -14,6 +14,14 @@
 //!   and the answers go back as `user.tool_confirmation` events, in the same post as the turn's custom tool
 //!   results. A reconnect (or a reattach by session id) finds calls still waiting for a confirmation in the
 //!   history, like unanswered custom calls.
+//! * Multi-agent sessions: a coordinator's roster ([`provision::Multiagent`]) is part of the agent definition
+//!   ([`provision::ClaudeAgent`], provisioned by [`ClaudeProvisioner::ensure_claude_agent`]). The threads' events
+//!   on the session stream (created, statuses, the messages between threads) stay raw events and also become
+//!   thread updates (`Provider::thread_update`): handlers get them as synthetic events and the result folds them
+//!   into `SessionResult::threads` and `thread_messages`. A sub-agent's custom tool calls and confirmations,
+//!   cross-posted to the session stream, reach the session like the primary's (same handler, approvals and
+//!   ledger) with `ToolUse::thread_id` set, and their answers name the thread (`session_thread_id`);
+//!   `SessionHandle::interrupt_thread` stops one thread. Only the session's own idle ends a turn.
 //! * [`ClaudeManagedAgents::builder`] / [`ClaudeManagedAgents::from_env`]: configuration, one builder
 //!   ([`ClaudeManagedAgentsBuilder`]). `builder()` never reads the environment; `from_env` reads
 //!   `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `anthropic_version`, `beta`,
@@ -21,8 +29,9 @@
 //!   `http_settings` at once, from [`DEFAULT_HTTP_SETTINGS`]) and `provision_store`; invalid values fail `build()`
 //!   with a typed error.
 //! * [`ClaudeClient`] ([`ClaudeManagedAgents::client`]): the HTTP API — agents, environments, sessions, events
-//!   (send, list with paging, stream), session resources, files; every `list_all_*` follows all pages. Retries
-//!   honour `retry-after`; posting events is never blindly repeated.
+//!   (send, list with paging, stream), session resources, files, a multi-agent session's threads (list,
+//!   retrieve, archive, each thread's history and its live [`ThreadStream`]); every `list_all_*` follows all
+//!   pages. Retries honour `retry-after`; posting events is never blindly repeated.
 //! * [`provision`]: agents and environments as content-addressed images ([`ClaudeProvisioner`]: ensure with
 //!   `409` adoption, tag / resolve, prune), which [`ClaudeManagedAgents`]'s `Provider::provision` uses.
 //! * [`artifacts`]: a session's files by name ([`ClaudeArtifacts`], also [`ClaudeManagedAgents::artifacts`]):
@@ -102,6 +111,7 @@ pub use provider::spend_limit::{SESSION_USAGE, SPEND_LIMIT_REACHED, SpendLimit, 
 pub use provision::provisioner::ClaudeProvisioner;
 pub use wire::client::{ClaudeClient, ClaudeConfig};
 pub use wire::stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
+pub use wire::threads::ThreadStream;
 
 /// Internals reachable only from the fuzz targets in `fuzz/` (built with `--cfg fuzzing`, as `cargo fuzz` does).
 #[cfg(fuzzing)]

@@ -7,7 +7,8 @@
 //! CLAUDE_SDK_PYTHON=/tmp/sdkvenv/bin/python cargo test -p managed-agents-claude --features emulator --test sdk -- --ignored
 //! ```
 //!
-//! The script is the one `examples/serve_claude_emulator.rs` plays (a `get_weather` tool call, then text).
+//! The scripts are the ones `examples/serve_claude_emulator.rs` plays (each session: a `get_weather` tool call,
+//! then text).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -25,7 +26,7 @@ async fn the_official_python_sdk_accepts_the_emulator() {
     let python = std::env::var("CLAUDE_SDK_PYTHON").expect("CLAUDE_SDK_PYTHON names a Python with the SDK");
     let check: PathBuf =
         [env!("CARGO_MANIFEST_DIR"), "..", "..", "tests", "sdk", "claude_sdk_check.py"].iter().collect();
-    let emulator = ClaudeEmulator::start(example::script()).await.unwrap();
+    let emulator = ClaudeEmulator::start(example::scripts()).await.unwrap();
     let base_url = emulator.base_url();
     let output = tokio::task::spawn_blocking(move || {
         Command::new(python).arg(check).arg(base_url).env_remove("ANTHROPIC_API_KEY").output()

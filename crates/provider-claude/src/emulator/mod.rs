@@ -36,6 +36,19 @@
 //! the deny message. An allowed call runs at once. A partial answer re-emits the idle naming the calls still
 //! awaited. [`ClaudeEmulator::seed_agent`]'s agent asks before every built-in tool.
 //!
+//! Multi-agent sessions follow the session's agent too: an agent saved with a coordinator roster (`multiagent`)
+//! has it checked and resolved as the service does (ids and `self` become versioned references, the advisor is
+//! listed last; an unknown, archived or itself-coordinating agent is a `400`), and a session copies the rostered
+//! agents' definitions. On such a session, a scripted turn that calls tools runs in a sub-agent's thread (the
+//! roster's first agent): `session.thread_created`, the coordinator's `agent.thread_message_sent`, the
+//! sub-agent's calls that need the client cross-posted with its `session_thread_id` (confirmations too, as its
+//! permission policies say), its `session.thread_status_idle` and the session's `requires_action` idle; once
+//! they are answered, the next turn opens with its report (`agent.thread_message_received`) and its `end_turn`
+//! idle. An answer naming another thread than its call's is a `400`. `user.interrupt` with a
+//! `session_thread_id` stops that thread alone (its calls closed with an error result) and the coordinator goes
+//! on. The threads endpoints list (the primary first, `statuses[]`), retrieve and archive threads (an idle one;
+//! archiving terminates it) and serve each thread's own history and stream.
+//!
 //! Scripts: [`ClaudeEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
 //! session asks next, or [`Scripts::per_session`], which builds a fresh script for each session (keyed by its
 //! `sesn_…` id) when its first turn is asked for, given that id and the input that asked (the kickoff's
@@ -76,8 +89,9 @@
 //!
 //! The folder: `server` ([`ClaudeEmulator`]: start, inspection, seeding), `options` ([`EmulatorOptions`]),
 //! `state` (what the emulator keeps), `routes` (the one route: credentials, headers, injected failures,
-//! dispatch), `resources` (agents, environments, files, a session's resources), `sessions` (sessions, their
-//! streams and history, posted events), `playback` (scripted turns as events, delivered with their faults),
+//! dispatch), `resources` (agents, environments, files, a session's resources), `roster` (coordinator
+//! rosters), `sessions` (sessions, their streams and history, posted events), `threads` (multi-agent playback
+//! and the threads endpoints), `playback` (scripted turns as events, delivered with their faults),
 //! `replies` (errors and pages in the API's shapes), `records` (the records' shapes, the clock, queries) and
 //! `backend` ([`ClaudeBackend`]).
 
@@ -87,10 +101,12 @@ mod playback;
 mod records;
 mod replies;
 mod resources;
+mod roster;
 mod routes;
 mod server;
 mod sessions;
 mod state;
+mod threads;
 
 pub use backend::ClaudeBackend;
 pub use options::{EmulatorOptions, MALFORMED_FRAME_MARKER};

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::emulator::options::MALFORMED_FRAME_MARKER;
 use crate::emulator::records;
 use crate::emulator::state::{State, stamp};
+use crate::emulator::threads;
 
 /// Keeps a session's record current with one of its events: status, cumulative usage, `updated_at`.
 fn track(record: &mut Value, event: &Value, now: &str) {
@@ -186,8 +187,9 @@ async fn play_turn(state: &Shared<State>, session_id: &str, input: Option<&Recor
         }
         return false;
     }
-    let tools = guard.sessions.get(&session_id).map(|s| s.record["agent"]["tools"].clone()).unwrap_or_default();
+    let tools = threads::tools_of_turn(&guard, &session_id, &turn);
     let (mut events, awaiting, split) = turn_events(&mut guard, &turn, &tools);
+    threads::arrange(&mut guard, &session_id, &turn, &mut events);
     // A tool-use turn whose host-side calls all ran at once goes straight on to the next turn.
     let continues = turn.stop == ScriptStop::ToolUse && awaiting.is_empty();
     if matches!(&turn.stop, ScriptStop::Terminated { reason } if reason == "budget_reached") {

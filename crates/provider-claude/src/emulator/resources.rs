@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::emulator::records::{self, Query, TimeFilter};
 use crate::emulator::replies::{error, invalid, not_found, ordered, page};
+use crate::emulator::roster;
 use crate::emulator::state::{Kind, State};
 use crate::wire::files::content_type;
 
@@ -17,7 +18,10 @@ pub(super) fn create(state: &Shared<State>, kind: Kind, body: Value) -> Response
     let id = state.id(if kind == Kind::Agent { "agent" } else { "env" });
     let now = state.now();
     let record = match kind {
-        Kind::Agent => records::new_agent(&id, &now, &body),
+        Kind::Agent => records::new_agent(&id, &now, &body).and_then(|mut record| {
+            roster::resolve(&state.agents, &mut record)?;
+            Ok(record)
+        }),
         _ => records::new_environment(&id, &now, &body),
     };
     let record = match record {
@@ -50,6 +54,8 @@ pub(super) fn update(state: &Shared<State>, kind: Kind, id: &str, body: Value) -
     let Value::Object(body) = body else { return invalid("the body must be a JSON object") };
     let mut state = state.lock();
     let now = state.now();
+    // A roster is resolved against the other agents (an update may name any of them).
+    let agents = if kind == Kind::Agent { state.agents.clone() } else { Default::default() };
     let (record, what) = match kind {
         Kind::Agent => (state.agents.get_mut(id), "agent"),
         Kind::Environment => (state.environments.get_mut(id), "environment"),
@@ -68,7 +74,7 @@ pub(super) fn update(state: &Shared<State>, kind: Kind, id: &str, body: Value) -
                 return error(StatusCode::CONFLICT, "invalid_request_error", "version: does not match the agent");
             }
             updated["version"] = json!(updated["version"].as_u64().unwrap_or(1) + 1);
-            records::apply_agent(&mut updated, &body)
+            records::apply_agent(&mut updated, &body).and_then(|()| roster::resolve(&agents, &mut updated))
         }
         Kind::Environment => records::apply_environment(&mut updated, &body),
         Kind::Session => {

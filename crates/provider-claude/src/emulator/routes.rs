@@ -13,6 +13,7 @@ use crate::emulator::resources::{
 };
 use crate::emulator::sessions::{create_session, list_events, list_sessions, open_stream, post_events};
 use crate::emulator::state::{Kind, State};
+use crate::emulator::threads;
 use crate::wire::client::MANAGED_AGENTS_BETA;
 
 /// Whether the request carries a credential: `x-api-key`, or `Authorization: Bearer <token>` (the official
@@ -90,6 +91,17 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
         (&Method::POST, ["v1", "sessions", id, "events"]) => post_events(&state, id, body).await,
         (&Method::GET, ["v1", "sessions", id, "events"]) => list_events(&state, id, &query),
         (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id),
+        (&Method::GET, ["v1", "sessions", id, "threads"]) => threads::list_threads(&state, id, &query),
+        (&Method::GET, ["v1", "sessions", id, "threads", thread]) => threads::get_thread(&state, id, thread),
+        (&Method::POST, ["v1", "sessions", id, "threads", thread, "archive"]) => {
+            threads::archive_thread(&state, id, thread)
+        }
+        (&Method::GET, ["v1", "sessions", id, "threads", thread, "events"]) => {
+            threads::list_thread_events(&state, id, thread, &query)
+        }
+        (&Method::GET, ["v1", "sessions", id, "threads", thread, "stream"]) => {
+            threads::open_thread_stream(&state, id, thread)
+        }
         (&Method::POST, ["v1", "sessions", id, "resources"]) => add_resource(&state, id, body),
         (&Method::GET, ["v1", "sessions", id, "resources"]) => {
             let state = state.lock();

@@ -12,6 +12,7 @@ use crate::emulator::playback::{emit, host_tool_result, play, requires_action};
 use crate::emulator::records::{self, Query, TimeFilter};
 use crate::emulator::replies::{error, invalid, not_found, ordered, page};
 use crate::emulator::state::{SessionState, State, stamp};
+use crate::emulator::{roster, threads};
 
 /// Lists sessions: `agent_id`, `agent_version`, `statuses[]`, `include_archived`, `created_at[…]`, `order`;
 /// pages have `prev_page` too.
@@ -91,7 +92,10 @@ fn new_session(state: &Shared<State>, body: &Value) -> Result<Value, Box<Respons
     }
     let id = state.id("sesn");
     let now = state.now();
-    let record = records::new_session(&id, &now, &agent_record, &environment_id, body);
+    let mut record = records::new_session(&id, &now, &agent_record, &environment_id, body);
+    if !record["agent"]["multiagent"].is_null() {
+        record["agent"]["multiagent"] = roster::session_roster(&state.agents, &record["agent"]);
+    }
     state.sessions.insert(id, SessionState { record: record.clone(), ..SessionState::default() });
     Ok(record)
 }
@@ -126,13 +130,18 @@ pub(super) fn open_stream(state: &Shared<State>, session_id: &str) -> Response<R
 pub(super) fn list_events(state: &Shared<State>, session_id: &str, query: &Query) -> Response<ResponseBody> {
     let state = state.lock();
     let Some(session) = state.sessions.get(session_id) else { return not_found("session") };
+    events_page(&state, &session.history, query)
+}
+
+/// One page of `history` (a session's or a thread's): `types[]`, `order`, `created_at[…]` (against
+/// `processed_at`).
+pub(super) fn events_page(state: &State, history: &[Value], query: &Query) -> Response<ResponseBody> {
     let filter = match TimeFilter::parse(query) {
         Ok(filter) => filter,
         Err(message) => return invalid(&message),
     };
     let types = query.all("types");
-    let mut events: Vec<Value> = session
-        .history
+    let mut events: Vec<Value> = history
         .iter()
         .filter(|e| types.is_empty() || types.iter().any(|t| e["type"] == *t))
         .filter(|e| filter.admits(e, "processed_at"))
@@ -143,7 +152,7 @@ pub(super) fn list_events(state: &Shared<State>, session_id: &str, query: &Query
         Some("desc") => events.reverse(),
         Some(_) => return invalid("order: must be asc or desc"),
     }
-    page(&state, events, query, false)
+    page(state, events, query, false)
 }
 
 pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: Value) -> Response<ResponseBody> {
@@ -155,6 +164,9 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
         let mut guard = state.lock();
         if !guard.sessions.contains_key(session_id) {
             return not_found("session");
+        }
+        if let Err(message) = threads::check_post(&mut guard, session_id, &events) {
+            return invalid(&message);
         }
         let starting = starting_input(&guard.sessions[session_id], &events);
         let refusal = match &starting {
@@ -184,6 +196,7 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
             if event["type"] == "user.define_outcome" && event.get("outcome_id").is_none() {
                 event["outcome_id"] = json!(guard.id("outc"));
             }
+            threads::route(&mut guard, session_id, &mut event);
             let echo = stamp(&mut guard, event.clone(), None);
             echoed.push(echo.clone());
             emit(&mut guard, session_id, vec![echo], &[]);
@@ -212,6 +225,10 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
                     if let Some(answered) = confirm(&mut guard, session_id, &event) {
                         confirmed.push(answered);
                     }
+                }
+                Some("user.interrupt") if event.get("session_thread_id").is_some_and(Value::is_string) => {
+                    play_next |= threads::interrupt(&mut guard, session_id, &event);
+                    guard.log.record(RecordedInput::Event(event.clone()));
                 }
                 Some("user.interrupt") => guard.log.record(RecordedInput::Interrupt),
                 _ => guard.log.record(RecordedInput::Event(event.clone())),

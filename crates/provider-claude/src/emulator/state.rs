@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use crate::emulator::options::EmulatorOptions;
 use crate::emulator::records::Clock;
+use crate::emulator::threads::SessionThreads;
 use crate::wire::files::content_type;
 
 type StreamSender = mpsc::UnboundedSender<Result<Bytes, io::Error>>;
@@ -27,6 +28,8 @@ pub(super) struct SessionState {
     pub(super) kicked_off: bool,
     /// Frames the next stream sends before anything new ([`Fault::RedeliverAfter`]).
     pub(super) redeliver: Vec<Bytes>,
+    /// Its threads (a multi-agent session's).
+    pub(super) threads: SessionThreads,
 }
 
 pub(super) struct State {

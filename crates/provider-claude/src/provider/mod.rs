@@ -8,7 +8,7 @@ pub(crate) mod spend_limit;
 use async_trait::async_trait;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest, Provider,
-    ToolUse, TurnResult,
+    ThreadUpdate, ToolUse, TurnResult,
 };
 use serde_json::{Value, json};
 
@@ -22,6 +22,7 @@ use crate::wire::client::ClaudeClient;
 use crate::wire::events;
 use crate::wire::excerpt;
 use crate::wire::stream::EventStream;
+use crate::wire::thread_events;
 
 /// Claude Managed Agents as a loop host: the agent loop runs on Anthropic's side; custom tool calls come back
 /// over the session's event stream and run locally through the session's handler. Cheap to clone.
@@ -29,6 +30,10 @@ use crate::wire::stream::EventStream;
 /// Built-in and MCP tools the agent configures `always_ask` block the session until the client confirms them:
 /// such calls reach the session as [`ToolKind::Confirmation`](managed_agents_core::ToolKind) tool uses, which
 /// its permission hook allows, denies or defers, and the answers are posted as `user.tool_confirmation`.
+///
+/// Multi-agent sessions (a coordinator provisioned with a roster, [`crate::provision::ClaudeAgent`]): thread
+/// events become thread updates, a sub-agent's calls come with [`ToolUse::thread_id`] and are answered naming its
+/// thread, and [`TurnInput::InterruptThread`](managed_agents_core::TurnInput) stops one thread.
 ///
 /// Open options: `agent_id` and `environment_id` (or an `AgentHandle`) for a new session, or `session_id` to
 /// reattach to an existing one. Provider options: `title` (string) and `session_metadata` (object) are sent with
@@ -145,6 +150,11 @@ impl Provider for ClaudeManagedAgents {
 
     fn text_delta(&self, event: &Event) -> Option<String> {
         events::text_delta(event)
+    }
+
+    /// A multi-agent session's thread events: threads created, their statuses, the messages between them.
+    fn thread_update(&self, event: &Event) -> Option<ThreadUpdate> {
+        thread_events::thread_update(event)
     }
 
     fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {

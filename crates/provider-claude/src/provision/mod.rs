@@ -34,19 +34,29 @@
 //! carries a [`Bootstrap`] (script and system-prompt instructions, recomputed on every call, never stored), and a
 //! limited network lets the script's hosts through ([`MISE_HOSTS`]).
 //!
+//! Fields only Claude agents have — a coordinator's multi-agent roster ([`Multiagent`]) — are not part of the
+//! provider-neutral [`AgentSpec`]: a [`ClaudeAgent`] carries the spec and them, and
+//! [`ClaudeProvisioner::ensure_claude_agent`] provisions it (its digest covers the roster, so two definitions
+//! differing only in their rosters are two agents; with no roster it is the spec's digest).
+//!
 //! The room's files: `provisioner` ([`ClaudeProvisioner`]), `provisioned` (what it hands out and reports:
-//! [`ResourceKind`], [`Origin`], [`Provisioned`], [`PruneReport`]), `bodies` (the create bodies a definition
-//! becomes, [`environment_config`]) and `bootstrap` ([`Bootstrap`]: the runtimes' install script).
+//! [`ResourceKind`], [`Origin`], [`Provisioned`], [`PruneReport`]), `agent` ([`ClaudeAgent`]), `roster`
+//! ([`Multiagent`], [`RosterEntry`]), `bodies` (the create bodies a definition becomes, [`environment_config`])
+//! and `bootstrap` ([`Bootstrap`]: the runtimes' install script).
 
+pub(crate) mod agent;
 pub(crate) mod bodies;
 pub(crate) mod bootstrap;
 pub(crate) mod provisioned;
 pub(crate) mod provisioner;
+pub(crate) mod roster;
 
+pub use agent::ClaudeAgent;
 pub use bodies::environment_config;
 pub use bootstrap::{BASHRC_MARKER, Bootstrap, MISE_HOSTS};
 pub use provisioned::{Origin, Provisioned, PruneFailure, PruneReport, ResourceKind};
 pub use provisioner::{ClaudeProvisioner, DEFAULT_ENVIRONMENT_BASE};
+pub use roster::{MAX_ROSTER_ENTRIES, Multiagent, RosterEntry};
 
 #[cfg(doc)]
 use managed_agents_core::provision::{NamePolicy, update};

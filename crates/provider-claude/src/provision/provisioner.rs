@@ -9,7 +9,8 @@ use managed_agents_core::provision::{Digest, NamePolicy, ProvisionStore, update}
 use managed_agents_core::{AgentSpec, EnvironmentSpec, Error};
 use serde_json::{Value, json};
 
-use crate::provision::bodies::{agent_body, environment_config};
+use crate::provision::agent::ClaudeAgent;
+use crate::provision::bodies::environment_config;
 use crate::provision::bootstrap::Bootstrap;
 use crate::provision::provisioned::{Origin, Provisioned, PruneFailure, PruneReport, ResourceKind, version_digest};
 use crate::wire::client::ClaudeClient;
@@ -95,11 +96,19 @@ impl ClaudeProvisioner {
     /// spec's name); a base too long to keep whole is an [`Error::InvalidSpec`] and nothing is created. Reuse,
     /// `409` adoption and conflicts as for [`ClaudeProvisioner::ensure_environment`].
     pub async fn ensure_agent(&self, spec: &AgentSpec, base: Option<&str>) -> Result<Provisioned, Error> {
-        spec.validate()?;
-        let base = base.unwrap_or(&spec.name);
-        let digest = spec.digest();
+        self.ensure_claude_agent(&ClaudeAgent::new(spec.clone()), base).await
+    }
+
+    /// The agent for a Claude definition (a spec with Claude-only fields, such as a coordinator's roster),
+    /// named `<base>_<digest8>` after [`ClaudeAgent::digest`] (base: `base`, else the spec's name), ensured as
+    /// [`ClaudeProvisioner::ensure_agent`] ensures a spec (which is this with no Claude field). The agents a
+    /// roster names are not provisioned here: ensure them first and roster their ids.
+    pub async fn ensure_claude_agent(&self, agent: &ClaudeAgent, base: Option<&str>) -> Result<Provisioned, Error> {
+        agent.validate()?;
+        let base = base.unwrap_or(&agent.spec.name);
+        let digest = agent.digest();
         let name = Self::name_for(ResourceKind::Agent, base, &digest)?;
-        let body = agent_body(spec, &name)?;
+        let body = agent.body(&name)?;
         self.ensure(ResourceKind::Agent, base, &digest, name, body).await
     }
 

@@ -95,7 +95,7 @@ impl Collection {
 }
 
 /// `/v1/sessions/{id}/<sub>` (the id percent-encoded): a session's events, stream and resources.
-fn session_path(session_id: &str, sub: &str) -> String {
+pub(super) fn session_path(session_id: &str, sub: &str) -> String {
     format!("{}/{sub}", Collection::Sessions.item(session_id))
 }
 
@@ -219,7 +219,7 @@ impl ClaudeClient {
         serde_json::from_slice(&bytes).map_err(|e| Error::malformed("API response", e.to_string(), excerpt(&bytes)))
     }
 
-    async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Error> {
+    pub(super) async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Error> {
         self.json(Method::GET, &format!("{path}{}", query_string(query)), Body::None, Beta::ManagedAgents, Replay::Safe)
             .await
     }
@@ -229,7 +229,7 @@ impl ClaudeClient {
         self.json(Method::POST, path, Body::Json(body), Beta::ManagedAgents, Replay::IfUnprocessed).await
     }
 
-    async fn post(&self, path: &str, body: Value) -> Result<Value, Error> {
+    pub(super) async fn post(&self, path: &str, body: Value) -> Result<Value, Error> {
         self.json(Method::POST, path, Body::Json(body), Beta::ManagedAgents, Replay::Safe).await
     }
 
@@ -369,7 +369,7 @@ impl ClaudeClient {
 
     /// Every item of a `page` / `next_page` list (agents, environments, sessions, events, resources): `query`
     /// plus the cursor, page after page, until `next_page` is absent, empty or one already followed (a cycle).
-    async fn list_all_pages(
+    pub(super) async fn list_all_pages(
         &self,
         path: &str,
         query: Vec<(&str, String)>,
@@ -423,11 +423,15 @@ impl ClaudeClient {
 
     /// `GET /v1/sessions/{id}/events/stream`: the live event stream (the response, to be read as SSE).
     pub async fn open_stream(&self, session_id: &str) -> Result<Incoming, Error> {
-        let path = session_path(session_id, "events/stream");
+        self.open_sse(&session_path(session_id, "events/stream")).await
+    }
+
+    /// `GET <path>` as a live event stream (the response body, to be read as SSE).
+    pub(super) async fn open_sse(&self, path: &str) -> Result<Incoming, Error> {
         let response = self
             .http
             .send_with_retries(&self.config.http.retry, Replay::Always, self.config.http.request_timeout, || {
-                self.build_request(&Method::GET, &path, &Body::None, Beta::ManagedAgents, "text/event-stream")
+                self.build_request(&Method::GET, path, &Body::None, Beta::ManagedAgents, "text/event-stream")
             })
             .await?;
         Ok(response.into_body())

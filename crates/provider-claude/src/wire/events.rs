@@ -5,6 +5,8 @@ use managed_agents_core::{
 };
 use serde_json::{Value, json};
 
+use crate::wire::thread_events::{self, echo_thread, in_its_thread};
+
 /// `session.status_idle`: the agent stopped; `stop_reason` says why.
 pub const STATUS_IDLE: &str = "session.status_idle";
 /// `session.status_terminated`: the session ended for good.
@@ -76,7 +78,8 @@ pub fn answer_event(kind: ToolKind, result: &ToolResult) -> Value {
 
 /// The events an input posts. Tool results become one event per call, posted together: confirmations for the
 /// calls that asked for one, custom tool results for the rest (a result whose call is not listed is a custom
-/// tool result).
+/// tool result); an answer to a sub-agent's call names its thread (`session_thread_id`). An interrupt of one
+/// thread is a `user.interrupt` naming it.
 pub fn input_events(input: TurnInput) -> Result<Vec<Value>, Error> {
     Ok(match input {
         TurnInput::Kickoff { outcome: Some(outcome), .. } => vec![define_outcome(&outcome)],
@@ -85,12 +88,15 @@ pub fn input_events(input: TurnInput) -> Result<Vec<Value>, Error> {
         TurnInput::ToolResults { tool_uses, results } => results
             .iter()
             .map(|result| {
-                let kind = tool_uses.iter().find(|u| u.id == result.tool_use_id).map_or(ToolKind::Custom, |u| u.kind);
-                answer_event(kind, result)
+                let call = tool_uses.iter().find(|u| u.id == result.tool_use_id);
+                let mut answer = answer_event(call.map_or(ToolKind::Custom, |u| u.kind), result);
+                echo_thread(&mut answer, call);
+                answer
             })
             .collect(),
         TurnInput::Event(event) => vec![event.to_value()],
         TurnInput::Interrupt => vec![json!({"type": "user.interrupt"})],
+        TurnInput::InterruptThread { thread_id } => vec![thread_events::interrupt_thread(&thread_id)],
         _ => return Err(Error::unsupported("this input", "claude")),
     })
 }
@@ -123,8 +129,11 @@ fn message_texts(event: &Event) -> Option<Vec<&str>> {
     )
 }
 
+/// The call `event` announces, made by the sub-agent thread it was cross-posted from, if any.
 fn as_tool_use(event: &Event) -> Option<ToolUse> {
-    Some(ToolUse::new(event.id()?, event.str_field("name")?, event.get("input").cloned().unwrap_or_else(|| json!({}))))
+    let call =
+        ToolUse::new(event.id()?, event.str_field("name")?, event.get("input").cloned().unwrap_or_else(|| json!({})));
+    Some(in_its_thread(call, event))
 }
 
 /// A server tool use the wire sent without an id, observed under a stable synthetic one (its position in the
@@ -132,7 +141,7 @@ fn as_tool_use(event: &Event) -> Option<ToolUse> {
 fn id_less_tool_use(event: &Event, index: usize) -> Option<ToolUse> {
     let name = event.str_field("name")?;
     let input = event.get("input").cloned().unwrap_or_else(|| json!({}));
-    Some(ToolUse::new(format!("unidentified_{index}"), name, input))
+    Some(in_its_thread(ToolUse::new(format!("unidentified_{index}"), name, input), event))
 }
 
 fn event_ids(stop_reason: &Value) -> Vec<&str> {
@@ -146,10 +155,13 @@ fn event_ids(stop_reason: &Value) -> Vec<&str> {
 /// The call the client owes an answer for, as `event` announces it: a custom tool call, or a built-in or MCP
 /// tool call to confirm ([`ToolKind::Confirmation`]); `None` for any other event.
 fn owed_call(event: &Event) -> Option<ToolUse> {
-    let call = as_tool_use(event)?;
+    let mut call = as_tool_use(event)?;
     match event.kind() {
         Some(CUSTOM_TOOL_USE) => Some(call),
-        Some(TOOL_USE | MCP_TOOL_USE) => Some(ToolUse::confirmation(call.id, call.name, call.input)),
+        Some(TOOL_USE | MCP_TOOL_USE) => {
+            call.kind = ToolKind::Confirmation;
+            Some(call)
+        }
         _ => None,
     }
 }
@@ -177,7 +189,8 @@ fn terminal_of(stop_reason: Option<&Value>) -> Terminal {
 /// client owes (`custom_tool_uses`) are the idle's `event_ids` found among the batch's custom tool uses and its
 /// built-in or MCP tool uses (the latter as [`ToolKind::Confirmation`] calls, which the session confirms or
 /// denies); text from `agent.message`s; every built-in and MCP tool call observed in `server_tool_uses` (those
-/// that asked for confirmation included); usage summed over `span.model_request_end`.
+/// that asked for confirmation included); usage summed over `span.model_request_end`; the threads' updates
+/// ([`thread_events::thread_update`]) in event order. A sub-agent thread's events never decide the terminal.
 pub fn normalize(events: &[Event]) -> TurnResult {
     let status = events.iter().rev().find(|e| matches!(e.kind(), Some(STATUS_IDLE | STATUS_TERMINATED)));
     // The raw stop reason of the deciding status, a terminated one's included.
@@ -211,6 +224,7 @@ pub fn normalize(events: &[Event]) -> TurnResult {
         usage.raw.push(raw.clone());
         turn.usage.get_or_insert_with(Usage::default).add(&usage);
     }
+    turn.threads = events.iter().filter_map(thread_events::thread_update).collect();
     turn.events = events.to_vec();
     turn
 }
@@ -384,5 +398,67 @@ mod tests {
         assert_eq!(kickoff[0]["rubric"], json!({"type": "text", "content": "r"}));
         assert_eq!(kickoff[0]["max_iterations"], 3);
         assert_eq!(tool_confirmation("x", false, Some("no"))["result"], "deny");
+    }
+
+    /// A coordinator's turn in which a sub-agent asks for a custom tool and a confirmation.
+    fn delegated_turn() -> Vec<Event> {
+        vec![
+            event(
+                json!({"type": "session.thread_created", "id": "e1", "session_thread_id": "sthr_1", "agent_name": "worker"}),
+            ),
+            event(
+                json!({"type": "session.thread_status_running", "id": "e2", "session_thread_id": "sthr_1", "agent_name": "worker"}),
+            ),
+            event(
+                json!({"type": CUSTOM_TOOL_USE, "id": "c1", "name": "lookup", "input": {}, "session_thread_id": "sthr_1"}),
+            ),
+            event(
+                json!({"type": TOOL_USE, "id": "b1", "name": "bash", "input": {}, "evaluated_permission": "ask", "session_thread_id": "sthr_1"}),
+            ),
+            event(
+                json!({"type": "session.thread_status_idle", "id": "e3", "session_thread_id": "sthr_1", "agent_name": "worker",
+                "stop_reason": {"type": "end_turn"}}),
+            ),
+            event(
+                json!({"type": STATUS_IDLE, "id": "e4", "stop_reason": {"type": "requires_action", "event_ids": ["c1", "b1"]}}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_sub_agents_calls_carry_its_thread_and_its_events_never_end_the_turn() {
+        let events = delegated_turn();
+        assert!(!is_turn_boundary(&events[4]), "a thread's idle is not the session's");
+        let turn = normalize(&events);
+        assert_eq!(turn.terminal, Terminal::RequiresAction, "only the session's idle decides");
+        let owed: Vec<(&str, ToolKind, Option<&str>)> =
+            turn.custom_tool_uses.iter().map(|u| (u.id.as_str(), u.kind, u.thread_id.as_deref())).collect();
+        assert_eq!(owed, [("c1", ToolKind::Custom, Some("sthr_1")), ("b1", ToolKind::Confirmation, Some("sthr_1"))]);
+        assert_eq!(turn.server_tool_uses[0].thread_id.as_deref(), Some("sthr_1"));
+        assert_eq!(pending_tool_uses(&events), turn.custom_tool_uses);
+        assert_eq!(turn.threads.len(), 3, "created, running, idle");
+        assert_eq!(turn.threads, events.iter().filter_map(thread_events::thread_update).collect::<Vec<_>>());
+        // The thread's end_turn idle does not settle the history: both calls are still owed after a reconnect.
+        assert_eq!(unanswered_tool_uses(&events), turn.custom_tool_uses);
+        // A turn that ends with the thread's idle and no session idle has not ended.
+        assert_eq!(normalize(&events[..5]).terminal, Terminal::Terminated, "no session status: nothing decided");
+    }
+
+    #[test]
+    fn answers_to_a_sub_agent_name_its_thread() {
+        let turn = normalize(&delegated_turn());
+        let results = vec![ToolResult::ok("c1", "42"), ToolResult::allow("b1"), ToolResult::ok("p1", "mine")];
+        let mut tool_uses = turn.custom_tool_uses;
+        tool_uses.push(ToolUse::new("p1", "lookup", json!({})));
+        let events = input_events(TurnInput::ToolResults { tool_uses, results }).unwrap();
+        assert_eq!(events[0]["session_thread_id"], "sthr_1");
+        assert_eq!(events[0]["type"], CUSTOM_TOOL_RESULT);
+        assert_eq!(
+            events[1],
+            json!({"type": TOOL_CONFIRMATION, "tool_use_id": "b1", "result": "allow", "session_thread_id": "sthr_1"})
+        );
+        assert!(events[2].get("session_thread_id").is_none(), "the primary's own call names no thread");
+        let interrupt = input_events(TurnInput::InterruptThread { thread_id: "sthr_1".into() }).unwrap();
+        assert_eq!(interrupt, vec![json!({"type": "user.interrupt", "session_thread_id": "sthr_1"})]);
     }
 }

@@ -1,12 +1,15 @@
 //! The Claude Managed Agents wire (private; the fuzz targets reach it under `--cfg fuzzing`): the HTTP API
-//! ([`ClaudeClient`](client::ClaudeClient), its files endpoints in `files`), the event vocabulary
-//! ([`events`]: the events we send, how the ones we receive fold into a turn), the live event stream's SSE
-//! decoding (`stream`) and the API's timestamps (`timestamp`).
+//! ([`ClaudeClient`](client::ClaudeClient), its files endpoints in `files`, a session's threads in `threads`),
+//! the event vocabulary ([`events`]: the events we send, how the ones we receive fold into a turn;
+//! [`thread_events`]: a multi-agent session's threads), the live event stream's SSE decoding (`stream`) and the
+//! API's timestamps (`timestamp`).
 
 pub(crate) mod client;
 pub mod events;
 pub(crate) mod files;
 pub(crate) mod stream;
+pub mod thread_events;
+pub(crate) mod threads;
 pub(crate) mod timestamp;
 
 /// The most bytes of network input an error keeps (`Error::Malformed::raw`).
