@@ -98,6 +98,7 @@ pub mod wire;
 pub use artifacts::ClaudeArtifacts;
 pub use provider::ClaudeManagedAgents;
 pub use provider::builder::{ClaudeManagedAgentsBuilder, DEFAULT_BASE_URL, DEFAULT_HTTP_SETTINGS};
+pub use provider::resources::{MAX_MEMORY_INSTRUCTIONS, MemoryAccess, SessionResource, VAULT_IDS};
 pub use provider::spend_limit::{SESSION_USAGE, SPEND_LIMIT_REACHED, SpendLimit, SpendLimitReached};
 pub use provision::provisioner::ClaudeProvisioner;
 pub use wire::client::{ClaudeClient, ClaudeConfig};
