@@ -83,7 +83,10 @@
 
 mod backend;
 mod options;
+mod overrides;
+mod permissions;
 mod playback;
+mod previews;
 mod records;
 mod replies;
 mod resources;

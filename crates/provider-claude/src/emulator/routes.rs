@@ -89,7 +89,7 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
         }
         (&Method::POST, ["v1", "sessions", id, "events"]) => post_events(&state, id, body).await,
         (&Method::GET, ["v1", "sessions", id, "events"]) => list_events(&state, id, &query),
-        (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id),
+        (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id, &query),
         (&Method::POST, ["v1", "sessions", id, "resources"]) => add_resource(&state, id, body),
         (&Method::GET, ["v1", "sessions", id, "resources"]) => {
             let state = state.lock();
