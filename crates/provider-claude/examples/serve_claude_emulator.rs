@@ -6,7 +6,9 @@
 //!
 //! It prints one line, `BASE_URL=http://127.0.0.1:PORT`, and serves until its standard input reaches EOF. The
 //! script it plays: the first turn calls the custom tool `get_weather` and waits for its result; the second
-//! answers in text. Any API key or bearer token is accepted.
+//! answers in text; the third answers in three chunks, which a stream asking for live previews
+//! (`event_deltas[]=agent.message`) gets as one `event_delta` each before the message. Any API key or bearer
+//! token is accepted.
 
 use std::io::Write;
 
@@ -14,8 +16,8 @@ use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::{Script, ScriptTurn};
 use serde_json::json;
 
-/// The script served: a `get_weather` tool call with some text, then the answer in text (`tests/sdk.rs` runs
-/// the SDK check against it too).
+/// The script served: a `get_weather` tool call with some text, then the answer in text, then a chunked answer
+/// for the previews check (`tests/sdk.rs` runs the SDK check against it too).
 pub fn script() -> Script {
     Script::new()
         .turn(
@@ -24,6 +26,7 @@ pub fn script() -> Script {
                 .with_usage(12, 7),
         )
         .turn(ScriptTurn::text("It is sunny in Oslo.").with_usage(20, 9))
+        .turn(ScriptTurn::chunks(["Previews ", "come ", "first."]).with_usage(8, 3))
 }
 
 #[tokio::main]
