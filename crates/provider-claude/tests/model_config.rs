@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
-use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::ClaudeEmulator;
+use managed_agents_claude::{ClaudeArtifacts, ClaudeManagedAgents};
 use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::support::{EchoTools, recording};
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::approval::AllowAll;
+use managed_agents_core::artifacts::Artifacts;
 use managed_agents_core::{AgentSpec, Error, ModelConfig, OpenRequest, Provider, Session, SessionOptions, ToolSchema};
 use serde_json::json;
 
@@ -115,7 +116,8 @@ async fn a_run_with_its_own_destination_and_key_sends_every_request_there() {
     own_emulator.insert_agent("spacer", false);
     let (own_agent, own_environment) = own_emulator.seed_agent();
     let config = ModelConfig::new().credential("sk-run-granted").destination(run_emulator.base_url());
-    let run = Session::run(&provider, EchoTools, options(run_agent.clone(), run_environment).model_config(config));
+    let run =
+        Session::run(&provider, EchoTools, options(run_agent.clone(), run_environment).model_config(config.clone()));
     let own = Session::run(&provider, EchoTools, options(own_agent, own_environment));
     let (run, own) = tokio::join!(run, own);
     assert_eq!(run.unwrap().text, "Run done.");
@@ -149,4 +151,10 @@ async fn a_run_with_its_own_destination_and_key_sends_every_request_there() {
     assert_eq!(own_emulator.requests_to("POST", "/v1/sessions").len(), 1, "the concurrent session kept its own");
     assert_eq!(provider.client().config().api_key.expose(), "test-key", "the provider's client is untouched");
     assert!(!format!("{:?}", run_requests[0]).contains("sk-run-granted"), "a recorded key never prints");
+    // What the run's session left at its destination is reached through the run's client.
+    let outputs = run_emulator.write_output(session_id, "report.txt", b"done");
+    let artifacts = ClaudeArtifacts::new(provider.run_client(&config).unwrap(), session_id);
+    let listed = artifacts.list().await.unwrap();
+    let names: Vec<(&str, Option<&str>)> = listed.iter().map(|a| (a.name.as_str(), a.id.as_deref())).collect();
+    assert_eq!(names, [("report.txt", Some(outputs.as_str()))]);
 }

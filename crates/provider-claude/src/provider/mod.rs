@@ -12,8 +12,8 @@ pub(crate) mod spend_limit;
 
 use async_trait::async_trait;
 use managed_agents_core::{
-    AgentHandle, AgentSpec, Capabilities, DataPlane, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest,
-    Provider, ToolUse, TurnResult,
+    AgentHandle, AgentSpec, Capabilities, DataPlane, EnvironmentSpec, Error, Event, ModelConfig, OpenConnection,
+    OpenRequest, Provider, ToolUse, TurnResult,
 };
 use serde_json::Value;
 
@@ -56,7 +56,8 @@ use crate::provider::{
 /// A run's credential and destination (`ModelConfig`, [`DataPlane::ManagedAgentsApi`]) carry every request of
 /// its session — create, events, stream, history — while the provider's own client serves everyone else.
 /// `SessionOptions::live_text` asks the stream for live text previews, shown as they arrive and reconciled with
-/// the finished message by event id.
+/// the finished message by event id. A reattach by `session_id` keeps the session's agent as it was created (the
+/// run's model, system prompt and tools apply to new sessions), but its requests still use the run's client.
 ///
 /// [`Provider::provision`] is content-addressed ([`ClaudeProvisioner`]): the agent and environment are named
 /// after their definitions' digests, reused when the provider's store remembers them or the service already has
@@ -101,6 +102,15 @@ impl ClaudeManagedAgents {
     /// [`ClaudeArtifacts`]).
     pub fn artifacts(&self, session_id: impl Into<String>) -> ClaudeArtifacts {
         ClaudeArtifacts::new(self.client.clone(), session_id)
+    }
+
+    /// The client the requests of a run with `config` use: this provider's client with the run's credential and
+    /// destination in place of its own (the same client when `config` sets neither). For what a run's session
+    /// leaves at its destination — its files, say: `ClaudeArtifacts::new(provider.run_client(&config)?, id)`.
+    /// A key that cannot be a header value or a destination that is not an `http(s)` URL is an
+    /// [`Error::InvalidOption`].
+    pub fn run_client(&self, config: &ModelConfig) -> Result<ClaudeClient, Error> {
+        run_client(&self.client, config)
     }
 }
 
