@@ -4,7 +4,9 @@ Usage: python claude_sdk_check.py BASE_URL
 
 BASE_URL is what `cargo run -p managed-agents-claude --features emulator --example serve_claude_emulator` prints. The
 emulator's script, for every session, must be: one turn calling the custom tool `get_weather`, then one turn of text
-(on a coordinator's session, the emulator runs the tool turn in a sub-agent's thread).
+(on a coordinator's session, the emulator runs the tool turn in a sub-agent's thread); a session whose first message
+is `PREVIEW_PROMPT` gets one turn of text in three chunks (`PREVIEWED`), which the previews check streams with
+`event_deltas=["agent.message"]`.
 
 Every response is parsed with the SDK's strict validation (`_strict_response_validation=True`: a missing
 required field or a wrong type is an error), and every model is also checked to have had each of its required
@@ -25,6 +27,8 @@ import anthropic
 from pydantic import BaseModel
 
 PROMPT = "What is the weather in Oslo?"
+PREVIEWED = ["Previews ", "come ", "first."]
+PREVIEW_PROMPT = "Preview, please."
 
 
 class CheckFailed(Exception):
@@ -313,6 +317,37 @@ def check_multiagent(client: anthropic.Anthropic, types: Any, environment_id: st
         expect(live.type == "session.thread_status_terminated", f"the thread stream: {live.type}")
 
 
+def check_previews(client: anthropic.Anthropic, types: Any, agent_id: str, environment_id: str) -> None:
+    """A stream opened with `event_deltas` gets an `event_start` and `event_delta`s before the buffered message."""
+    sessions = client.beta.sessions
+    events = sessions.events
+    session = sessions.create(agent=agent_id, environment_id=environment_id)
+    streamed: list[Any] = []
+    with events.stream(session.id, event_deltas=["agent.message"]) as stream:
+        events.send(
+            session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": PREVIEW_PROMPT}]}]
+        )
+        idle = stream_until_idle(stream, streamed)
+    expect(idle.stop_reason.type == "end_turn", f"previews idle: {idle.stop_reason!r}")
+    kinds = [e.type for e in streamed]
+    starts = [e for e in streamed if e.type == "event_start"]
+    deltas = [e for e in streamed if e.type == "event_delta"]
+    messages = [e for e in streamed if e.type == "agent.message"]
+    expect(len(starts) == 1 and len(messages) == 1, f"one preview of one message: {kinds}")
+    start, message = starts[0], messages[0]
+    checked(start, types.BetaManagedAgentsStartEvent, "event_start")
+    expect(start.event.type == "agent.message" and start.event.id == message.id, "event_start names the message")
+    for delta in deltas:
+        checked(delta, types.BetaManagedAgentsDeltaEvent, "event_delta")
+        expect(delta.event_id == message.id and delta.delta.type == "content_delta", f"event_delta: {delta!r}")
+    expect([d.delta.content.text for d in deltas] == PREVIEWED, f"delta texts: {[d.delta.content.text for d in deltas]}")
+    expect(kinds.index("event_start") < kinds.index("event_delta") < kinds.index("agent.message"), f"order: {kinds}")
+    expect(message.content[0].text == "".join(PREVIEWED), f"the message: {message.content!r}")
+    history = [e.type for e in events.list(session.id)]
+    expect("event_start" not in history and "event_delta" not in history, f"previews reached the history: {history}")
+    sessions.delete(session.id)
+
+
 def check_credentials(base_url: str, types: Any, agent_id: str) -> None:
     bearer = client_with(base_url, auth_token="sdk-check-token", api_key=None)
     checked(bearer.beta.agents.retrieve(agent_id), types.BetaManagedAgentsAgent, "agents.retrieve (bearer)")
@@ -348,6 +383,7 @@ def main(argv: list[str]) -> int:
         environment_id = check_environments(client, types)
         check_session(client, types, agent_id, environment_id)
         check_multiagent(client, types, environment_id)
+        check_previews(client, types, agent_id, environment_id)
         check_credentials(base_url, types, agent_id)
     except CheckFailed as failure:
         print(f"FAILED: {failure}", file=sys.stderr)

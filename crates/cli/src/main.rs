@@ -89,14 +89,15 @@ async fn run(command: Command) -> Result<u8, BoxError> {
     }
 }
 
-/// The session options of the command line: the agent, limits, and the approval hook.
+/// The session options of the command line: the agent, limits, live text, and the approval hook.
 fn session_options(
     options: &Options,
     host: &host::Host,
     screen: &Arc<Screen>,
     input: Option<Arc<Input>>,
 ) -> SessionOptions {
-    let mut session = SessionOptions::new();
+    // Text streams as it is written: Claude sends live previews only when asked; other hosts stream anyway.
+    let mut session = SessionOptions::new().live_text(true);
     if let Some(agent) = &host.agent {
         session = session.agent(agent.clone());
     }

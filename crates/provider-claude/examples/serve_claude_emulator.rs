@@ -6,8 +6,10 @@
 //!
 //! It prints one line, `BASE_URL=http://127.0.0.1:PORT`, and serves until its standard input reaches EOF. Each
 //! session plays the same script: the first turn calls the custom tool `get_weather` and waits for its result
-//! (in a sub-agent's thread when the session's agent has a coordinator roster); the second answers in text. Any
-//! API key or bearer token is accepted.
+//! (in a sub-agent's thread when the session's agent has a coordinator roster); the second answers in text. A
+//! session whose first message is `Preview, please.` gets one answer in three chunks instead, which a stream
+//! asking for live previews (`event_deltas[]=agent.message`) gets as one `event_delta` each before the message.
+//! Any API key or bearer token is accepted.
 
 use std::io::Write;
 
@@ -15,8 +17,11 @@ use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::{Script, ScriptTurn, Scripts};
 use serde_json::json;
 
-/// The script served: a `get_weather` tool call with some text, then the answer in text (`tests/sdk.rs` runs
-/// the SDK check against it too).
+/// The prompt that asks for the previews check's turn instead of the weather.
+pub const PREVIEW_PROMPT: &str = "Preview, please.";
+
+/// The script served: a `get_weather` tool call with some text, then the answer in text (`tests/sdk.rs` runs the
+/// SDK check against it too).
 pub fn script() -> Script {
     Script::new()
         .turn(
@@ -27,9 +32,16 @@ pub fn script() -> Script {
         .turn(ScriptTurn::text("It is sunny in Oslo.").with_usage(20, 9))
 }
 
-/// What the example serves: [`script`] for every session.
+/// The script of a session whose first message is [`PREVIEW_PROMPT`]: one answer in three chunks, which a stream
+/// asking for live previews gets as one `event_delta` each before the message.
+pub fn preview_script() -> Script {
+    Script::new().turn(ScriptTurn::chunks(["Previews ", "come ", "first."]).with_usage(8, 3))
+}
+
+/// What the example serves, per session: [`preview_script`] when its first message is [`PREVIEW_PROMPT`], else
+/// [`script`].
 pub fn scripts() -> Scripts {
-    Scripts::per_session(|_| script())
+    Scripts::per_session(|session| if session.prompt() == Some(PREVIEW_PROMPT) { preview_script() } else { script() })
 }
 
 #[tokio::main]

@@ -22,6 +22,16 @@
 //!   cross-posted to the session stream, reach the session like the primary's (same handler, approvals and
 //!   ledger) with `ToolUse::thread_id` set, and their answers name the thread (`session_thread_id`);
 //!   `SessionHandle::interrupt_thread` stops one thread. Only the session's own idle ends a turn.
+//! * A run's model configuration (`SessionOptions::model_config`, `model`, `system_prompt`, `tools`): the model
+//!   (an `anthropic:` catalog id or a bare one; any other catalog is `Error::UnsupportedModel`, in provisioning
+//!   too), system prompt and custom tools reach the new session as `agent_with_overrides` (the agent's toolsets
+//!   stay); a run's credential and destination carry every request of its session
+//!   ([`ClaudeManagedAgents::run_client`]; the data plane is `DataPlane::ManagedAgentsApi`).
+//! * Live text (`SessionOptions::live_text`): the stream asks for previews (`event_deltas[]=agent.message`),
+//!   which reach the handler as text deltas while the model writes; the buffered message then adds only the rest.
+//! * Permissions and resources: the host's verdict on a built-in or MCP call (`evaluated_permission`, and the
+//!   `auto` policy's reason code) is `ToolUse::host_permission`, seen by the permission hook; a new session's
+//!   [`SessionResource`]s (files, memory stores) and [`VAULT_IDS`] are provider options.
 //! * [`ClaudeManagedAgents::builder`] / [`ClaudeManagedAgents::from_env`]: configuration, one builder
 //!   ([`ClaudeManagedAgentsBuilder`]). `builder()` never reads the environment; `from_env` reads
 //!   `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`. Knobs: `api_key`, `base_url`, `anthropic_version`, `beta`,
@@ -49,9 +59,9 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | `provider` | [`ClaudeManagedAgents`] and its `Provider` impl, [`ClaudeManagedAgentsBuilder`] (with [`DEFAULT_HTTP_SETTINGS`]), a session's streaming connection, [`SpendLimit`] |
+//! | `provider` | [`ClaudeManagedAgents`] and its `Provider` impl, [`ClaudeManagedAgentsBuilder`] (with [`DEFAULT_HTTP_SETTINGS`]), a session's streaming connection, a run's own client, the create-session body, [`SessionResource`], [`SpendLimit`] |
 //! | [`provision`] | [`ClaudeProvisioner`] (content-addressed agents and environments), what it hands out and reports, the create bodies, the runtimes' [`Bootstrap`](provision::Bootstrap) |
-//! | `wire` (private) | the Managed Agents wire: [`ClaudeClient`] and [`ClaudeConfig`] (the HTTP API, its files endpoints), the event vocabulary and how a turn's events fold, the event stream's SSE decoding, the API's timestamps |
+//! | `wire` (private) | the Managed Agents wire: [`ClaudeClient`] and [`ClaudeConfig`] (the HTTP API, its files endpoints), the event vocabulary and how a turn's events fold, the event stream's SSE decoding, the API's timestamps, the model value, agent overrides, permission verdicts, live previews |
 //! | [`artifacts`] | [`ClaudeArtifacts`]: a session's files by name |
 //! | [`emulator`] | feature `emulator`: [`emulator::ClaudeEmulator`] (its server, state, routes, resources, sessions and playback in files of their own) and [`emulator::ClaudeBackend`] |
 //!
@@ -107,6 +117,7 @@ pub mod wire;
 pub use artifacts::ClaudeArtifacts;
 pub use provider::ClaudeManagedAgents;
 pub use provider::builder::{ClaudeManagedAgentsBuilder, DEFAULT_BASE_URL, DEFAULT_HTTP_SETTINGS};
+pub use provider::resources::{MAX_MEMORY_INSTRUCTIONS, MemoryAccess, SessionResource, VAULT_IDS};
 pub use provider::spend_limit::{SESSION_USAGE, SPEND_LIMIT_REACHED, SpendLimit, SpendLimitReached};
 pub use provision::provisioner::ClaudeProvisioner;
 pub use wire::client::{ClaudeClient, ClaudeConfig};

@@ -5,13 +5,20 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Scripts,
+    Backend, BackendCapabilities, Destination, FaultCase, FaultOutcome, Harness, ModelCatalog, ProviderSettings,
+    Script, Scripts,
 };
 use managed_agents_core::{Mode, SessionOptions};
 
 use crate::emulator::options::EmulatorOptions;
 use crate::emulator::server::ClaudeEmulator;
 use crate::provider::ClaudeManagedAgents;
+
+/// The catalog ids Claude serves (with the model each names on the wire) and one it refuses.
+const MODELS: ModelCatalog = ModelCatalog::new(
+    &[("anthropic:claude-opus-4-8", "claude-opus-4-8"), ("claude-haiku-4-5", "claude-haiku-4-5")],
+    &["openai:gpt-4.1"],
+);
 
 /// Runs the conformance suite against [`ClaudeManagedAgents`] through a [`ClaudeEmulator`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,6 +49,7 @@ impl Backend for ClaudeBackend {
             .with_resume_pending()
             .with_confirmations()
             .with_per_session_scripts()
+            .with_models(MODELS)
             .with_faults(
                 &[
                     FaultCase::StreamDrop,
@@ -73,5 +81,13 @@ impl Backend for ClaudeBackend {
         let options = SessionOptions::new().agent_id(agent_id).environment_id(environment_id);
         let log = emulator.log();
         Harness::new(Arc::new(provider), options, log).keep_alive(emulator)
+    }
+
+    /// A second emulator with the same seeded agent and environment: ids are handed out in order, so the first
+    /// seed of a fresh emulator names the same ones as the harness's.
+    async fn destination(&self, script: Script) -> Option<Destination> {
+        let emulator = ClaudeEmulator::start_with(script, self.options).await.expect("the emulator starts on loopback");
+        emulator.seed_agent();
+        Some(Destination::new(emulator.base_url(), emulator.log(), emulator))
     }
 }

@@ -49,6 +49,20 @@
 //! on. The threads endpoints list (the primary first, `statuses[]`), retrieve and archive threads (an idle one;
 //! archiving terminates it) and serve each thread's own history and stream.
 //!
+//! A session's agent may be `{type: "agent_with_overrides", id, model?, system?, tools?, mcp_servers?, skills?}`:
+//! the session's copy of the agent shows the overrides and playback follows its tools. The `auto` permission
+//! policy is judged deterministically (see the `permissions` file: a call whose input has `"high_risk": true` is
+//! denied and does not run, a read-only built-in tool is allowed, anything else asks with `reason_code:
+//! "indeterminate"`), and every host-side call carries its `evaluation`. A session created with `resources`
+//! (files, which must exist; memory stores) and `vault_ids` keeps them.
+//!
+//! Live previews: a stream opened with `event_deltas[]=agent.message` gets an `event_start` and one
+//! `event_delta` per fragment before each buffered `agent.message` (a fragment per chunk of the scripted text, or
+//! [`EmulatorOptions::preview_chars`] characters); the turn's faults count those frames on such streams, so a
+//! `DropStreamAfter` can cut a preview. [`ClaudeEmulator::fail_next_model_request`] makes a model request fail
+//! mid-preview (`span.model_request_end` with `is_error`, a `retrying` `session.error`) before its retry writes
+//! the message. Previews never reach the history or the streams that did not ask.
+//!
 //! Scripts: [`ClaudeEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
 //! session asks next, or [`Scripts::per_session`], which builds a fresh script for each session (keyed by its
 //! `sesn_…` id) when its first turn is asked for, given that id and the input that asked (the kickoff's
@@ -91,13 +105,18 @@
 //! `state` (what the emulator keeps), `routes` (the one route: credentials, headers, injected failures,
 //! dispatch), `resources` (agents, environments, files, a session's resources), `roster` (coordinator
 //! rosters), `sessions` (sessions, their streams and history, posted events), `threads` (multi-agent playback
-//! and the threads endpoints), `playback` (scripted turns as events, delivered with their faults),
+//! and the threads endpoints), `overrides` (a session's agent reference), `permissions` (the host-side tools'
+//! policies and verdicts), `previews` (live previews, a failed model request), `playback` (scripted turns as
+//! events, delivered with their faults),
 //! `replies` (errors and pages in the API's shapes), `records` (the records' shapes, the clock, queries) and
 //! `backend` ([`ClaudeBackend`]).
 
 mod backend;
 mod options;
+mod overrides;
+mod permissions;
 mod playback;
+mod previews;
 mod records;
 mod replies;
 mod resources;

@@ -1,4 +1,4 @@
-//! [`EmulatorOptions`]: how the emulator frames SSE, pages lists and treats uploads.
+//! [`EmulatorOptions`]: how the emulator frames SSE, pages lists, treats uploads and cuts live previews.
 
 #[cfg(doc)]
 use managed_agents_conformance::Fault;
@@ -23,6 +23,9 @@ pub struct EmulatorOptions {
     /// Whether uploaded files can be downloaded (default `true`). The real service answers `downloadable: false`
     /// for uploads and refuses their content; `false` here does the same.
     pub uploads_downloadable: bool,
+    /// How many characters each live-preview fragment (`event_delta`) of a message carries, on streams that ask
+    /// for previews; `0` (the default): one fragment per chunk of the scripted text.
+    pub preview_chars: usize,
 }
 
 impl Default for EmulatorOptions {
@@ -34,6 +37,7 @@ impl Default for EmulatorOptions {
             replay_history: false,
             malformed_frames: 1,
             uploads_downloadable: true,
+            preview_chars: 0,
         }
     }
 }
@@ -78,6 +82,13 @@ impl EmulatorOptions {
     #[must_use]
     pub fn with_uploads_downloadable(mut self, downloadable: bool) -> Self {
         self.uploads_downloadable = downloadable;
+        self
+    }
+
+    /// With live-preview fragments of `chars` characters (`0`: one per chunk of the scripted text).
+    #[must_use]
+    pub fn with_preview_chars(mut self, chars: usize) -> Self {
+        self.preview_chars = chars;
         self
     }
 }

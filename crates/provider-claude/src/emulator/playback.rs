@@ -11,7 +11,8 @@ use managed_agents_core::http::Bytes;
 use serde_json::{Value, json};
 
 use crate::emulator::options::MALFORMED_FRAME_MARKER;
-use crate::emulator::records;
+use crate::emulator::permissions::{self, Verdict};
+use crate::emulator::previews;
 use crate::emulator::state::{State, stamp};
 use crate::emulator::threads;
 
@@ -40,7 +41,30 @@ fn track(record: &mut Value, event: &Value, now: &str) {
 /// Appends `events` to a session's history and sends them to its open streams, applying the delivery faults
 /// ([`Delivery`]): a cut stream still leaves every event in the history, a break fails the stream's body (a close
 /// or truncation ends it cleanly), and what a re-delivery fault delivered is sent first by the next stream.
+/// Preview frames (`event_start`, `event_delta`) go only to the streams that asked for them (the faults count
+/// them there), never into the history.
 pub(super) fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faults: &[Fault]) {
+    let Some(session) = state.sessions.get(session_id) else { return };
+    let previews_only = session.streams.is_empty() && !session.preview_streams.is_empty();
+    let stored: Vec<Value> = events.iter().filter(|e| !previews::is_preview(e)).cloned().collect();
+    let plain = deliver(state, session_id, &stored, faults, false);
+    let previewed = deliver(state, session_id, &events, faults, true);
+    let now = state.now();
+    let Some(session) = state.sessions.get_mut(session_id) else { return };
+    for event in &stored {
+        track(&mut session.record, event, &now);
+    }
+    session.history.extend(stored);
+    // The next stream re-sends what a stream was sent: a plain one's frames unless only preview streams were open.
+    let redeliver = if previews_only { previewed } else { plain };
+    if !redeliver.is_empty() {
+        session.redeliver = redeliver;
+    }
+}
+
+/// Sends the frames of `events` under `faults` to the session's plain streams or (`previews`) the streams that
+/// asked for previews; returns what the next stream must re-send (empty unless a re-delivery fault says so).
+fn deliver(state: &mut State, session_id: &str, events: &[Value], faults: &[Fault], previews: bool) -> Vec<Bytes> {
     let frames: Vec<Bytes> =
         events.iter().map(|e| state.frame(e["type"].as_str().unwrap_or("message"), &e.to_string())).collect();
     let malformed = || {
@@ -52,27 +76,21 @@ pub(super) fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faul
             .collect()
     };
     let delivery = Delivery::plan(frames, faults, malformed);
-    let now = state.now();
-    let Some(session) = state.sessions.get_mut(session_id) else { return };
-    for event in &events {
-        track(&mut session.record, event, &now);
-    }
-    session.history.extend(events);
+    let Some(session) = state.sessions.get_mut(session_id) else { return Vec::new() };
+    let streams = if previews { &mut session.preview_streams } else { &mut session.streams };
     for frame in &delivery.frames {
-        session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
-    }
-    if !delivery.redeliver.is_empty() {
-        session.redeliver = delivery.redeliver;
+        streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
     }
     match delivery.end {
         End::Complete => {}
         End::Break => {
-            for stream in session.streams.drain(..) {
+            for stream in streams.drain(..) {
                 let _ = stream.send(Err(io::Error::new(io::ErrorKind::ConnectionReset, "injected drop")));
             }
         }
-        _ => session.streams.clear(),
+        _ => streams.clear(),
     }
+    delivery.redeliver
 }
 
 /// The events of a scripted turn, and the calls it waits on. Host-side calls are played as the agent's `tools`
@@ -82,11 +100,10 @@ pub(super) fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faul
 fn turn_events(state: &mut State, turn: &ScriptTurn, tools: &Value) -> (Vec<Value>, Vec<ScriptToolCall>, bool) {
     let mut events = vec![stamp(state, json!({"type": "session.status_running"}), None)];
     let start = stamp(state, json!({"type": "span.model_request_start"}), None);
-    let start_id = start["id"].clone();
+    let mut start_id = start["id"].clone();
     events.push(start);
     if !turn.text.is_empty() {
-        let message = json!({"type": "agent.message", "content": [{"type": "text", "text": turn.text.concat()}]});
-        events.push(stamp(state, message, None));
+        start_id = previews::message_request(state, &turn.text, start_id, &mut events);
     }
     let mut waits_on = Vec::new();
     for call in &turn.tool_calls {
@@ -96,20 +113,19 @@ fn turn_events(state: &mut State, turn: &ScriptTurn, tools: &Value) -> (Vec<Valu
             waits_on.push(call.clone());
             continue;
         }
-        let host = records::host_tool(tools, &call.name);
-        let permission = if host.asks { "ask" } else { "allow" };
+        let host = permissions::host_tool(tools, call);
         let mut event = json!({"type": "agent.tool_use", "name": call.name, "input": call.input,
-            "evaluated_permission": permission});
+            "evaluated_permission": host.evaluated_permission(), "evaluation": host.evaluation});
         if let Some(server) = &host.mcp_server {
             event["type"] = json!("agent.mcp_tool_use");
             event["mcp_server_name"] = json!(server);
         }
         events.push(stamp(state, event, Some(call.id.clone())));
-        if host.asks {
-            waits_on.push(call.clone());
-        } else {
-            let result = host_tool_result(call, host.mcp_server.is_some(), None);
-            events.push(stamp(state, result, None));
+        let mcp = host.mcp_server.is_some();
+        match &host.verdict {
+            Verdict::Ask => waits_on.push(call.clone()),
+            Verdict::Allow => events.push(stamp(state, host_tool_result(call, mcp, None), None)),
+            Verdict::Deny(reason) => events.push(stamp(state, permissions::refusal(call, mcp, reason), None)),
         }
     }
     if let Some(usage) = turn.usage {
@@ -184,6 +200,7 @@ async fn play_turn(state: &Shared<State>, session_id: &str, input: Option<&Recor
         let frame = guard.frame("error", &data);
         if let Some(session) = guard.sessions.get_mut(&session_id) {
             session.streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
+            session.preview_streams.retain(|s| s.send(Ok(frame.clone())).is_ok());
         }
         return false;
     }

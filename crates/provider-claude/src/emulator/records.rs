@@ -179,36 +179,6 @@ pub(super) fn tool(tool: &Value) -> Value {
     Value::Object(tool)
 }
 
-/// The tools of the built-in toolset (`agent_toolset_20260401`).
-pub(super) const BUILT_IN_TOOLS: [&str; 8] =
-    ["bash", "read", "write", "edit", "glob", "grep", "web_fetch", "web_search"];
-
-/// How an agent's tools configure one host-side tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct HostTool {
-    /// The MCP server it belongs to; `None` for a built-in tool.
-    pub(super) mcp_server: Option<String>,
-    /// Whether its permission policy is `always_ask`.
-    pub(super) asks: bool,
-}
-
-/// How `tools` (an agent's tool list) configure the host-side tool `name`: a built-in tool follows the agent
-/// toolset's config for it, else the toolset's default (`always_allow` without a toolset); any other name is an
-/// MCP tool of the first MCP toolset, which follows that toolset's config (`always_ask` by default).
-pub(super) fn host_tool(tools: &Value, name: &str) -> HostTool {
-    let built_in = BUILT_IN_TOOLS.contains(&name);
-    let kind = if built_in { "agent_toolset_20260401" } else { "mcp_toolset" };
-    let toolset = tools.as_array().into_iter().flatten().find(|tool| tool["type"] == kind);
-    let policy = toolset.and_then(|toolset| {
-        let configured = toolset["configs"].as_array().into_iter().flatten().find(|config| config["name"] == name);
-        configured.unwrap_or(&toolset["default_config"])["permission_policy"]["type"].as_str()
-    });
-    let asks = policy.map_or(!built_in, |policy| policy == "always_ask");
-    let mcp_server =
-        (!built_in).then(|| toolset.and_then(|t| t["mcp_server_name"].as_str()).unwrap_or("mcp").to_string());
-    HostTool { mcp_server, asks }
-}
-
 fn list_of(body: &Map<String, Value>, key: &str) -> Value {
     match body.get(key) {
         Some(Value::Array(items)) => Value::Array(items.clone()),
@@ -387,19 +357,6 @@ mod tests {
         let mut clock = Clock::default();
         let (a, b) = (clock.now(), clock.now());
         assert!(a < b, "{a} then {b}");
-    }
-
-    #[test]
-    fn host_tools_follow_the_permission_policies() {
-        let tools = json!([
-            {"type": "agent_toolset_20260401", "default_config": {"permission_policy": {"type": "always_allow"}},
-             "configs": [{"name": "bash", "permission_policy": {"type": "always_ask"}}]},
-            {"type": "mcp_toolset", "mcp_server_name": "github"},
-        ]);
-        assert_eq!(host_tool(&tools, "bash"), HostTool { mcp_server: None, asks: true }, "configured to ask");
-        assert_eq!(host_tool(&tools, "read"), HostTool { mcp_server: None, asks: false }, "the toolset default");
-        assert_eq!(host_tool(&tools, "create_issue"), HostTool { mcp_server: Some("github".into()), asks: true });
-        assert!(!host_tool(&json!([]), "grep").asks, "built-in tools are allowed without a toolset config");
     }
 
     #[test]

@@ -182,27 +182,81 @@ pub(super) fn list_files(state: &Shared<State>, query: &Query) -> Response<Respo
 
 pub(super) fn add_resource(state: &Shared<State>, session_id: &str, body: Value) -> Response<ResponseBody> {
     let mut guard = state.lock();
-    let id = guard.id("sesrsc");
-    let now = guard.now();
     if !guard.sessions.contains_key(session_id) {
         return not_found("session");
     }
-    if body["type"] == "file" && !body["file_id"].as_str().is_some_and(|file| guard.files.contains_key(file)) {
-        return not_found("file");
-    }
+    let resource = match resource_record(&mut guard, body) {
+        Ok(resource) => resource,
+        Err(response) => return *response,
+    };
     let Some(session) = guard.sessions.get_mut(session_id) else { return not_found("session") };
-    let mut resource = body;
-    resource["id"] = json!(id);
-    if resource.get("mount_path").is_none_or(Value::is_null) {
-        let file = resource["file_id"].as_str().unwrap_or("file").to_string();
-        resource["mount_path"] = json!(format!("/mnt/session/uploads/{file}"));
-    }
-    resource["created_at"] = json!(now);
-    resource["updated_at"] = json!(now);
     if let Some(list) = session.record["resources"].as_array_mut() {
         list.push(resource.clone());
     }
     json_response(StatusCode::OK, &resource)
+}
+
+/// A session resource as the API keeps it, from what a client sent: a file (which must exist; an `id`, its
+/// mount path defaulting to `/mnt/session/uploads/<file_id>`), a memory store (`access` defaulting to
+/// `read_write`, mounted under `/mnt/memory/`), any other kind as sent with an `id`. `Err` is the answer.
+fn resource_record(state: &mut State, body: Value) -> Result<Value, Box<Response<ResponseBody>>> {
+    let now = state.now();
+    let mut resource = body;
+    if !resource.is_object() {
+        return Err(Box::new(invalid("a resource must be a JSON object")));
+    }
+    match resource["type"].as_str() {
+        Some("file") => {
+            if !resource["file_id"].as_str().is_some_and(|file| state.files.contains_key(file)) {
+                return Err(Box::new(not_found("file")));
+            }
+            if resource.get("mount_path").is_none_or(Value::is_null) {
+                let file = resource["file_id"].as_str().unwrap_or("file").to_string();
+                resource["mount_path"] = json!(format!("/mnt/session/uploads/{file}"));
+            }
+        }
+        Some("memory_store") => {
+            let Some(store) = resource["memory_store_id"].as_str().filter(|id| !id.is_empty()).map(str::to_string)
+            else {
+                return Err(Box::new(invalid("memory_store_id: field required")));
+            };
+            if !matches!(resource.get("access").and_then(Value::as_str), None | Some("read_write" | "read_only")) {
+                return Err(Box::new(invalid("access: must be read_write or read_only")));
+            }
+            if resource["instructions"].as_str().is_some_and(|text| text.chars().count() > 4096) {
+                return Err(Box::new(invalid("instructions: at most 4096 characters")));
+            }
+            if resource["access"].is_null() {
+                resource["access"] = json!("read_write");
+            }
+            resource["mount_path"] = json!(format!("/mnt/memory/{store}"));
+            resource["name"] = json!(store);
+            resource["description"] = json!("");
+            // Memory store attachments carry no id or timestamps of their own.
+            return Ok(resource);
+        }
+        Some(_) => {}
+        None => return Err(Box::new(invalid("resources: every resource needs a type"))),
+    }
+    resource["id"] = json!(state.id("sesrsc"));
+    resource["created_at"] = json!(now);
+    resource["updated_at"] = json!(now);
+    Ok(resource)
+}
+
+/// What a new session mounts and may use (`resources`, `vault_ids` of the create body), checked: every resource
+/// as [`add_resource`] takes it, vault ids a list of strings. `Ok` is the session's resource list.
+pub(super) fn creation_resources(state: &mut State, body: &Value) -> Result<Vec<Value>, Box<Response<ResponseBody>>> {
+    if !matches!(body.get("vault_ids"), None | Some(Value::Null))
+        && !body["vault_ids"].as_array().is_some_and(|ids| ids.iter().all(Value::is_string))
+    {
+        return Err(Box::new(invalid("vault_ids: must be a list of vault ids")));
+    }
+    match body.get("resources") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items.iter().map(|item| resource_record(state, item.clone())).collect(),
+        Some(_) => Err(Box::new(invalid("resources: must be a list"))),
+    }
 }
 
 pub(super) fn remove_resource(state: &Shared<State>, session_id: &str, resource_id: &str) -> Response<ResponseBody> {

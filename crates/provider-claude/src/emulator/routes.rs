@@ -3,7 +3,7 @@
 
 use managed_agents_conformance::emulator::Shared;
 use managed_agents_core::http::server::{ReceivedRequest, ResponseBody, json_response};
-use managed_agents_core::http::{Method, Response, StatusCode};
+use managed_agents_core::http::{HeaderMap, Method, Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::emulator::records::Query;
@@ -16,15 +16,14 @@ use crate::emulator::state::{Kind, State};
 use crate::emulator::threads;
 use crate::wire::client::MANAGED_AGENTS_BETA;
 
-/// Whether the request carries a credential: `x-api-key`, or `Authorization: Bearer <token>` (the official
-/// SDKs send either).
-fn authenticated(request: &ReceivedRequest) -> bool {
-    let present =
-        |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
-    let bearer = present("authorization").is_some_and(|value| {
-        value.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer ")) && !value[7..].trim().is_empty()
+/// The credential a request carries: `x-api-key`, else an `Authorization: Bearer <token>` (the official SDKs send
+/// either).
+pub(super) fn credential(headers: &HeaderMap) -> Option<&str> {
+    let present = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
+    let bearer = present("authorization").and_then(|value| {
+        value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case("bearer ")).and_then(|_| value.get(7..))
     });
-    bearer || present("x-api-key").is_some()
+    present("x-api-key").or(bearer.map(str::trim).filter(|token| !token.is_empty()))
 }
 
 /// Answers one request (the scaffold logged it first).
@@ -33,13 +32,14 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
     let query = Query::parse(request.uri.query());
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let beta = request.headers.get("anthropic-beta").and_then(|v| v.to_str().ok()).map(str::to_string);
-    if !authenticated(&request) {
+    let Some(key) = credential(&request.headers) else {
         return error(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
             "an x-api-key header or an Authorization: Bearer token is required",
         );
-    }
+    };
+    state.lock().log.record_credential(key);
     if request.headers.get("anthropic-version").is_none() {
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "anthropic-version header is required");
     }
@@ -90,7 +90,7 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
         }
         (&Method::POST, ["v1", "sessions", id, "events"]) => post_events(&state, id, body).await,
         (&Method::GET, ["v1", "sessions", id, "events"]) => list_events(&state, id, &query),
-        (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id),
+        (&Method::GET, ["v1", "sessions", id, "events", "stream"]) => open_stream(&state, id, &query),
         (&Method::GET, ["v1", "sessions", id, "threads"]) => threads::list_threads(&state, id, &query),
         (&Method::GET, ["v1", "sessions", id, "threads", thread]) => threads::get_thread(&state, id, thread),
         (&Method::POST, ["v1", "sessions", id, "threads", thread, "archive"]) => {
@@ -100,7 +100,7 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
             threads::list_thread_events(&state, id, thread, &query)
         }
         (&Method::GET, ["v1", "sessions", id, "threads", thread, "stream"]) => {
-            threads::open_thread_stream(&state, id, thread)
+            threads::open_thread_stream(&state, id, thread, &query)
         }
         (&Method::POST, ["v1", "sessions", id, "resources"]) => add_resource(&state, id, body),
         (&Method::GET, ["v1", "sessions", id, "resources"]) => {

@@ -6,12 +6,13 @@ use std::sync::MutexGuard;
 
 use managed_agents_conformance::emulator::{EmulatorServer, LoggedRequest};
 use managed_agents_conformance::{InputLog, Scripts};
+use managed_agents_core::Secret;
 use managed_agents_core::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::emulator::options::EmulatorOptions;
 use crate::emulator::records;
-use crate::emulator::routes::route;
+use crate::emulator::routes::{credential, route};
 use crate::emulator::state::{InjectedFailure, Kind, State, add_output};
 use crate::provider::ClaudeManagedAgents;
 use crate::provider::builder::ClaudeManagedAgentsBuilder;
@@ -31,6 +32,8 @@ pub struct RecordedRequest {
     pub beta: Option<String>,
     /// The JSON body (`Null` when there was none or it was not JSON).
     pub body: Value,
+    /// The credential it carried (`x-api-key`, else an `Authorization: Bearer` token); never printed.
+    pub api_key: Option<Secret>,
 }
 
 impl RecordedRequest {
@@ -41,6 +44,7 @@ impl RecordedRequest {
             path: request.uri.to_string(),
             beta: request.header("anthropic-beta").map(str::to_string),
             body: request.json(),
+            api_key: credential(&request.headers).map(Secret::new),
         }
     }
 }
@@ -160,6 +164,14 @@ impl ClaudeEmulator {
     /// serving them (the request is still recorded).
     pub fn fail_requests(&self, method: Method, path: &str, status: StatusCode, times: usize) {
         self.state().injected.push(InjectedFailure { method, path: path.to_string(), status, remaining: times });
+    }
+
+    /// Arms the next model request that writes a message (of whichever session plays a text turn next) to fail
+    /// after previewing `after_fragments` fragments of it: `span.model_request_end` with `is_error: true` and a
+    /// `retrying` `session.error` close that preview without a message, and a retried request then previews and
+    /// sends the message. Arming twice fails the next two.
+    pub fn fail_next_model_request(&self, after_fragments: usize) {
+        self.state().failing_model_requests.push_back(after_fragments);
     }
 
     /// The requests received whose method is `method` and whose path (query excluded) is `path`.

@@ -8,9 +8,13 @@ use managed_agents_core::http::{Bytes, HeaderValue, Response, StatusCode};
 use managed_agents_core::{Outcome, ToolResult};
 use serde_json::{Value, json};
 
+use crate::emulator::overrides;
+use crate::emulator::permissions;
 use crate::emulator::playback::{emit, host_tool_result, play, requires_action};
+use crate::emulator::previews;
 use crate::emulator::records::{self, Query, TimeFilter};
 use crate::emulator::replies::{error, invalid, not_found, ordered, page};
+use crate::emulator::resources::creation_resources;
 use crate::emulator::state::{SessionState, State, stamp};
 use crate::emulator::{roster, threads};
 
@@ -69,11 +73,7 @@ pub(super) async fn create_session(state: &Shared<State>, body: Value) -> Respon
 }
 
 fn new_session(state: &Shared<State>, body: &Value) -> Result<Value, Box<Response<ResponseBody>>> {
-    let agent = match &body["agent"] {
-        Value::String(id) => id.clone(),
-        Value::Object(reference) => reference.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-        _ => return Err(Box::new(invalid("agent: field required"))),
-    };
+    let agent = overrides::agent_id(&body["agent"]).map_err(|message| Box::new(invalid(&message)))?;
     let Some(environment_id) = body["environment_id"].as_str().map(str::to_string) else {
         return Err(Box::new(invalid("environment_id: field required")));
     };
@@ -90,9 +90,15 @@ fn new_session(state: &Shared<State>, body: &Value) -> Result<Value, Box<Respons
     if !state.environments.contains_key(&environment_id) {
         return Err(Box::new(not_found("environment")));
     }
+    let agent_record = overrides::overridden(&agent_record, &body["agent"]).map_err(|m| Box::new(invalid(&m)))?;
+    if let Some(model) = body["agent"]["model"].as_str().or_else(|| body["agent"]["model"]["id"].as_str()) {
+        state.log.record_model(model);
+    }
+    let resources = creation_resources(&mut state, body)?;
     let id = state.id("sesn");
     let now = state.now();
     let mut record = records::new_session(&id, &now, &agent_record, &environment_id, body);
+    record["resources"] = Value::Array(resources);
     if !record["agent"]["multiagent"].is_null() {
         record["agent"]["multiagent"] = roster::session_roster(&state.agents, &record["agent"]);
     }
@@ -100,7 +106,11 @@ fn new_session(state: &Shared<State>, body: &Value) -> Result<Value, Box<Respons
     Ok(record)
 }
 
-pub(super) fn open_stream(state: &Shared<State>, session_id: &str) -> Response<ResponseBody> {
+pub(super) fn open_stream(state: &Shared<State>, session_id: &str, query: &Query) -> Response<ResponseBody> {
+    let previews = match previews::wanted(query) {
+        Ok(previews) => previews,
+        Err(message) => return invalid(message),
+    };
     let mut state = state.lock();
     let heartbeat =
         state.options.heartbeats.then(|| if state.options.crlf { ": connected\r\n\r\n" } else { ": connected\n\n" });
@@ -120,7 +130,11 @@ pub(super) fn open_stream(state: &Shared<State>, session_id: &str) -> Response<R
     for frame in replayed.into_iter().chain(session.redeliver.drain(..)) {
         let _ = sender.send(Ok(frame));
     }
-    session.streams.push(sender);
+    if previews {
+        session.preview_streams.push(sender)
+    } else {
+        session.streams.push(sender)
+    }
     let mut response = Response::new(body);
     response.headers_mut().insert("content-type", HeaderValue::from_static("text/event-stream"));
     response
@@ -300,7 +314,7 @@ fn confirm(state: &mut State, session_id: &str, event: &Value) -> Option<String>
     });
     let session = state.sessions.get(session_id)?;
     let call = session.awaiting.iter().find(|call| call.id == id && call.host_side)?.clone();
-    let mcp = records::host_tool(&session.record["agent"]["tools"], &call.name).mcp_server.is_some();
+    let mcp = permissions::host_tool(&session.record["agent"]["tools"], &call).mcp_server.is_some();
     let denied = (!allowed).then(|| deny_message.unwrap_or_else(|| "no reason given".into()));
     let result = host_tool_result(&call, mcp, denied.as_deref());
     let result = stamp(state, result, None);

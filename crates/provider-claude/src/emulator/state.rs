@@ -1,7 +1,7 @@
 //! What the emulator keeps: agents, environments, sessions (history, open streams, awaited calls), files, the
 //! script player and input log, injected failures; ids, timestamps and SSE frames.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 
 use managed_agents_conformance::{InputLog, ScriptPlayer, ScriptToolCall, Scripts};
@@ -22,6 +22,8 @@ pub(super) struct SessionState {
     pub(super) record: Value,
     pub(super) history: Vec<Value>,
     pub(super) streams: Vec<StreamSender>,
+    /// The open streams that asked for live previews of `agent.message` (`event_deltas[]`).
+    pub(super) preview_streams: Vec<StreamSender>,
     pub(super) awaiting: Vec<ScriptToolCall>,
     pub(super) split: bool,
     pub(super) results: Vec<ToolResult>,
@@ -43,6 +45,8 @@ pub(super) struct State {
     pub(super) log: InputLog,
     pub(super) clock: Clock,
     pub(super) injected: Vec<InjectedFailure>,
+    /// Model requests armed to fail, each after previewing that many fragments (see `previews`).
+    pub(super) failing_model_requests: VecDeque<usize>,
 }
 
 /// A failure the emulator answers instead of serving a request (see [`ClaudeEmulator::fail_requests`]).
@@ -68,6 +72,7 @@ impl State {
             log: InputLog::new(),
             clock: Clock::default(),
             injected: Vec::new(),
+            failing_model_requests: VecDeque::new(),
         }
     }
 

@@ -440,14 +440,19 @@ pub(super) fn list_thread_events(
 
 /// `GET /v1/sessions/{id}/threads/{thread_id}/stream`: the thread's live events from now on (the primary's: the
 /// session's stream).
-pub(super) fn open_thread_stream(state: &Shared<State>, session_id: &str, thread_id: &str) -> Response<ResponseBody> {
+pub(super) fn open_thread_stream(
+    state: &Shared<State>,
+    session_id: &str,
+    thread_id: &str,
+    query: &Query,
+) -> Response<ResponseBody> {
     let primary = {
         let mut guard = state.lock();
         let Some(primary) = primary_id(&mut guard, session_id) else { return not_found("session") };
         primary
     };
     if primary == thread_id {
-        return open_stream(state, session_id);
+        return open_stream(state, session_id, query);
     }
     let mut guard = state.lock();
     let Some(thread) = guard

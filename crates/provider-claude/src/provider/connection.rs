@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::wire::client::ClaudeClient;
 use crate::wire::events;
+use crate::wire::previews::Previews;
 use crate::wire::stream::EventStream;
 
 /// The records of a history page that are events (objects); anything else is skipped.
@@ -23,6 +24,8 @@ pub(super) struct ClaudeConnection {
     pub(super) resumed: bool,
     /// The open stream; `None` until a reattached connection's first reconnect.
     pub(super) stream: Option<EventStream>,
+    /// The live text previews its streams ask for, and what they showed.
+    pub(super) previews: Previews,
 }
 
 #[async_trait]
@@ -42,7 +45,8 @@ impl StreamingConnection for ClaudeConnection {
     /// seen twice are dropped by the session's seen set.
     async fn reconnect(&mut self, seen: &SeenIds) -> Result<Reconnected, Error> {
         self.stream = None;
-        let body = self.client.open_stream(&self.session_id).await?;
+        self.previews.stream_broke();
+        let body = self.client.open_stream_with_deltas(&self.session_id, self.previews.event_deltas()).await?;
         let history = to_events(self.client.list_all_events(&self.session_id).await?);
         // The new stream announces itself (`Connected`), which kicks off a session dropped before its kickoff.
         self.stream = Some(EventStream::new(body, self.client.idle_timeout()));
@@ -66,5 +70,10 @@ impl StreamingConnection for ClaudeConnection {
 
     fn is_turn_boundary(&self, event: &Event) -> bool {
         events::is_turn_boundary(event)
+    }
+
+    /// Previews and the buffered message of the same id show each character once (see `wire::previews`).
+    fn reconcile_text(&mut self, event: &Event, text: Option<String>) -> Option<String> {
+        self.previews.reconcile(event, text)
     }
 }

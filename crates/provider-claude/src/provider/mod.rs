@@ -1,28 +1,42 @@
 //! The provider room: [`ClaudeManagedAgents`] and its `Provider` impl (here), its builder (`builder`), a
-//! session's connection (`connection`) and the session spend limit (`spend_limit`).
+//! session's connection (`connection`), a run's own client (`run_client`), the create-session body
+//! (`session_create`), the session's resources and vaults (`resources`) and the session spend limit
+//! (`spend_limit`).
 
 pub(crate) mod builder;
 mod connection;
+pub(crate) mod resources;
+mod run_client;
+mod session_create;
 pub(crate) mod spend_limit;
 
 use async_trait::async_trait;
 use managed_agents_core::{
-    AgentHandle, AgentSpec, Capabilities, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest, Provider,
-    ThreadUpdate, ToolUse, TurnResult,
+    AgentHandle, AgentSpec, Capabilities, DataPlane, EnvironmentSpec, Error, Event, ModelConfig, OpenConnection,
+    OpenRequest, Provider, ThreadUpdate, ToolUse, TurnResult,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::artifacts::ClaudeArtifacts;
 use crate::provider::connection::ClaudeConnection;
-use crate::provider::spend_limit::SpendLimit;
+use crate::provider::run_client::run_client;
+use crate::provider::session_create::create_body;
 use crate::provision::bootstrap::Bootstrap;
 use crate::provision::provisioned::{Origin, ResourceKind};
 use crate::provision::provisioner::ClaudeProvisioner;
 use crate::wire::client::ClaudeClient;
 use crate::wire::events;
 use crate::wire::excerpt;
+use crate::wire::model::native_model;
+use crate::wire::previews::Previews;
 use crate::wire::stream::EventStream;
 use crate::wire::thread_events;
+
+#[cfg(doc)]
+use crate::provider::{
+    resources::{SessionResource, VAULT_IDS},
+    spend_limit::SpendLimit,
+};
 
 /// Claude Managed Agents as a loop host: the agent loop runs on Anthropic's side; custom tool calls come back
 /// over the session's event stream and run locally through the session's handler. Cheap to clone.
@@ -37,7 +51,18 @@ use crate::wire::thread_events;
 ///
 /// Open options: `agent_id` and `environment_id` (or an `AgentHandle`) for a new session, or `session_id` to
 /// reattach to an existing one. Provider options: `title` (string) and `session_metadata` (object) are sent with
-/// the new session, and `budget` (a [`SpendLimit`], see [`SpendLimit::OPTION`]) caps its spend.
+/// the new session, `budget` (a [`SpendLimit`], see [`SpendLimit::OPTION`]) caps its spend, `resources` (see
+/// [`SessionResource`]) mounts files and memory stores, and [`VAULT_IDS`] names the vaults of stored credentials
+/// it may use.
+///
+/// A run may choose its model (an `anthropic:` catalog id or a bare one; another catalog is
+/// [`Error::UnsupportedModel`]), system prompt and custom tools: the new session then runs its agent
+/// `agent_with_overrides`, and the agent's built-in and MCP toolsets stay when the run names its custom tools.
+/// A run's credential and destination (`ModelConfig`, [`DataPlane::ManagedAgentsApi`]) carry every request of
+/// its session — create, events, stream, history — while the provider's own client serves everyone else.
+/// `SessionOptions::live_text` asks the stream for live text previews, shown as they arrive and reconciled with
+/// the finished message by event id. A reattach by `session_id` keeps the session's agent as it was created (the
+/// run's model, system prompt and tools apply to new sessions), but its requests still use the run's client.
 ///
 /// [`Provider::provision`] is content-addressed ([`ClaudeProvisioner`]): the agent and environment are named
 /// after their definitions' digests, reused when the provider's store remembers them or the service already has
@@ -57,8 +82,16 @@ impl std::fmt::Debug for ClaudeManagedAgents {
 }
 
 impl ClaudeManagedAgents {
-    /// What the provider supports: outcomes, interrupts and a session spend limit (core's `budget` capability).
-    pub const CAPABILITIES: Capabilities = Capabilities::none().with_outcomes().with_interrupt().with_budget();
+    /// What the provider supports: outcomes, interrupts, a session spend limit (core's `budget` capability), the
+    /// model, system prompt and custom tools per run (`agent_with_overrides`), and a run's own credential and
+    /// destination for its requests ([`DataPlane::ManagedAgentsApi`]).
+    pub const CAPABILITIES: Capabilities = Capabilities::none()
+        .with_outcomes()
+        .with_interrupt()
+        .with_budget()
+        .with_runtime_model()
+        .with_runtime_overrides()
+        .with_data_plane(DataPlane::ManagedAgentsApi);
 
     /// The content-addressed provisioner [`Provider::provision`] uses (ensure, tag, resolve, prune).
     pub fn provisioner(&self) -> &ClaudeProvisioner {
@@ -74,6 +107,15 @@ impl ClaudeManagedAgents {
     /// [`ClaudeArtifacts`]).
     pub fn artifacts(&self, session_id: impl Into<String>) -> ClaudeArtifacts {
         ClaudeArtifacts::new(self.client.clone(), session_id)
+    }
+
+    /// The client the requests of a run with `config` use: this provider's client with the run's credential and
+    /// destination in place of its own (the same client when `config` sets neither). For what a run's session
+    /// leaves at its destination — its files, say: `ClaudeArtifacts::new(provider.run_client(&config)?, id)`.
+    /// A key that cannot be a header value or a destination that is not an `http(s)` URL is an
+    /// [`Error::InvalidOption`].
+    pub fn run_client(&self, config: &ModelConfig) -> Result<ClaudeClient, Error> {
+        run_client(&self.client, config)
     }
 }
 
@@ -94,8 +136,15 @@ impl Provider for ClaudeManagedAgents {
         Self::CAPABILITIES
     }
 
+    /// An `anthropic:` catalog id or a bare id → the bare id; any other catalog is [`Error::UnsupportedModel`].
+    fn native_model(&self, id: &str) -> Result<Value, Error> {
+        native_model(id).map(Value::String)
+    }
+
     async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
-        let client = self.client.clone();
+        request.model_config.validate(self.name(), self.data_plane())?;
+        let client = run_client(&self.client, &request.model_config)?;
+        let previews = Previews::new(request.live_text);
         if let Some(session_id) = request.session_id {
             // Reattach: the stream is opened by the first reconnect, which also recovers pending calls.
             return Ok(OpenConnection::Streaming(Box::new(ClaudeConnection {
@@ -103,30 +152,21 @@ impl Provider for ClaudeManagedAgents {
                 session_id,
                 resumed: true,
                 stream: None,
+                previews,
             })));
         }
-        let agent =
-            request.agent_id.ok_or_else(|| Error::invalid_option("agent_id", "a new Claude session needs an agent"))?;
+        let agent = request
+            .agent_id
+            .as_deref()
+            .ok_or_else(|| Error::invalid_option("agent_id", "a new Claude session needs an agent"))?;
         let environment_id = request
             .environment_id
+            .as_deref()
             .ok_or_else(|| Error::invalid_option("environment_id", "a new Claude session needs an environment"))?;
-        let mut body = json!({"agent": agent, "environment_id": environment_id});
-        if let Some(title) = request.options.get("title") {
-            body["title"] = title.clone();
-        }
-        let mut metadata = request.metadata.clone();
-        if let Some(Value::Object(extra)) = request.options.get("session_metadata") {
-            metadata.extend(extra.clone());
-        }
-        if !metadata.is_empty() {
-            body["metadata"] = Value::Object(metadata);
-        }
-        if let Some(budget) = request.options.get(SpendLimit::OPTION) {
-            body["budget"] = SpendLimit::wire_value(budget)?;
-        }
+        let body = create_body(&client, &request, agent, environment_id).await?;
         let session = client.create_session(body).await?;
         let session_id = id_of(&session, "created session")?;
-        let stream = match client.open_stream(&session_id).await {
+        let stream = match client.open_stream_with_deltas(&session_id, previews.event_deltas()).await {
             Ok(body) => EventStream::new(body, client.idle_timeout()),
             Err(error) => {
                 // Do not leave a session nobody will drive.
@@ -141,6 +181,7 @@ impl Provider for ClaudeManagedAgents {
             session_id,
             resumed: false,
             stream: Some(stream),
+            previews,
         })))
     }
 

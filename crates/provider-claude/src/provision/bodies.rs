@@ -5,28 +5,20 @@ use managed_agents_core::{AgentSpec, EnvironmentSpec, Error, Networking};
 use serde_json::{Map, Value, json};
 
 use crate::provision::bootstrap::allow_mise_hosts;
+use crate::wire::model::native_model;
+use crate::wire::overrides::custom_tool;
 
-/// The model id the wire wants: a catalog id's `provider:` prefix is dropped.
-fn bare_model(model: &str) -> &str {
-    model.rsplit_once(':').map_or(model, |(_, bare)| bare)
-}
-
-/// The create-agent body for `spec` under `name`: bare model id, system prompt, custom tools, description and
-/// metadata when given.
+/// The create-agent body for `spec` under `name`: the wire's model id ([`native_model`]: a model of another
+/// catalog than `anthropic:` is an [`Error::UnsupportedModel`], before anything is sent), system prompt, custom
+/// tools, description and metadata when given.
 pub(crate) fn agent_body(spec: &AgentSpec, name: &str) -> Result<Value, Error> {
     let model = spec
         .model
         .as_deref()
-        .map(bare_model)
-        .filter(|m| !m.is_empty())
+        .filter(|m| !m.trim().is_empty())
         .ok_or_else(|| Error::invalid_spec("agent spec", "it names no model"))?;
-    let tools: Vec<Value> = spec
-        .tools
-        .iter()
-        .map(
-            |t| json!({"type": "custom", "name": t.name, "description": t.description, "input_schema": t.input_schema}),
-        )
-        .collect();
+    let model = native_model(model)?;
+    let tools: Vec<Value> = spec.tools.iter().map(custom_tool).collect();
     let mut body = json!({"name": name, "model": model, "system": spec.system_prompt, "tools": tools});
     if let Some(description) = &spec.description {
         body["description"] = json!(description);

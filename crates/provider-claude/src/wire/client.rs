@@ -150,6 +150,15 @@ impl ClaudeClient {
         &self.config
     }
 
+    /// The same client — HTTP settings, connection pool, headers — sending `api_key` and going to `base_url`
+    /// where given (a run's own credential and destination); the caller has checked both.
+    pub(crate) fn with_endpoint(&self, api_key: Option<Secret>, base_url: Option<String>) -> Self {
+        let mut config = self.config.clone();
+        config.api_key = api_key.unwrap_or(config.api_key);
+        config.base_url = base_url.unwrap_or(config.base_url);
+        Self { http: self.http.clone(), config }
+    }
+
     fn build_request(
         &self,
         method: &Method,
@@ -423,7 +432,16 @@ impl ClaudeClient {
 
     /// `GET /v1/sessions/{id}/events/stream`: the live event stream (the response, to be read as SSE).
     pub async fn open_stream(&self, session_id: &str) -> Result<Incoming, Error> {
-        self.open_sse(&session_path(session_id, "events/stream")).await
+        self.open_stream_with_deltas(session_id, &[]).await
+    }
+
+    /// `GET /v1/sessions/{id}/events/stream?event_deltas[]=…`: the live event stream, also carrying previews
+    /// (`event_start`, `event_delta`) of the events of the types in `event_deltas` (`"agent.message"`,
+    /// `"agent.thinking"`) while they are produced; none when it is empty.
+    pub async fn open_stream_with_deltas(&self, session_id: &str, event_deltas: &[&str]) -> Result<Incoming, Error> {
+        let query: Vec<(&str, String)> = event_deltas.iter().map(|kind| ("event_deltas[]", kind.to_string())).collect();
+        let path = format!("{}{}", session_path(session_id, "events/stream"), query_string(&query));
+        self.open_sse(&path).await
     }
 
     /// `GET <path>` as a live event stream (the response body, to be read as SSE).

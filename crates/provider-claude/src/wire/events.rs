@@ -5,6 +5,8 @@ use managed_agents_core::{
 };
 use serde_json::{Value, json};
 
+use crate::wire::permissions::host_permission;
+use crate::wire::previews::delta_text;
 use crate::wire::thread_events::{self, echo_thread, in_its_thread};
 
 /// `session.status_idle`: the agent stopped; `stop_reason` says why.
@@ -108,9 +110,12 @@ pub fn is_turn_boundary(event: &Event) -> bool {
     matches!(event.kind(), Some(STATUS_IDLE | STATUS_TERMINATED | "session.deleted"))
 }
 
-/// The text blocks of an `agent.message`, concatenated (as a live display shows them); `None` for any other
-/// event and for a message without text.
+/// The text blocks of an `agent.message`, concatenated (as a live display shows them), or the text of a live
+/// preview's `event_delta`; `None` for any other event and for a message without text.
 pub fn text_delta(event: &Event) -> Option<String> {
+    if let Some(text) = delta_text(event) {
+        return Some(text).filter(|text| !text.is_empty());
+    }
     Some(message_texts(event)?.concat()).filter(|text| !text.is_empty())
 }
 
@@ -133,7 +138,15 @@ fn message_texts(event: &Event) -> Option<Vec<&str>> {
 fn as_tool_use(event: &Event) -> Option<ToolUse> {
     let call =
         ToolUse::new(event.id()?, event.str_field("name")?, event.get("input").cloned().unwrap_or_else(|| json!({})));
-    Some(in_its_thread(call, event))
+    Some(with_host_permission(in_its_thread(call, event), event))
+}
+
+/// `call` with the host's permission verdict `event` carries, if any.
+fn with_host_permission(call: ToolUse, event: &Event) -> ToolUse {
+    match host_permission(event) {
+        Some(permission) => call.with_host_permission(permission),
+        None => call,
+    }
 }
 
 /// A server tool use the wire sent without an id, observed under a stable synthetic one (its position in the
@@ -141,7 +154,8 @@ fn as_tool_use(event: &Event) -> Option<ToolUse> {
 fn id_less_tool_use(event: &Event, index: usize) -> Option<ToolUse> {
     let name = event.str_field("name")?;
     let input = event.get("input").cloned().unwrap_or_else(|| json!({}));
-    Some(in_its_thread(ToolUse::new(format!("unidentified_{index}"), name, input), event))
+    let call = ToolUse::new(format!("unidentified_{index}"), name, input);
+    Some(with_host_permission(in_its_thread(call, event), event))
 }
 
 fn event_ids(stop_reason: &Value) -> Vec<&str> {

@@ -2,11 +2,17 @@
 //! ([`ClaudeClient`](client::ClaudeClient), its files endpoints in `files`, a session's threads in `threads`),
 //! the event vocabulary ([`events`]: the events we send, how the ones we receive fold into a turn;
 //! [`thread_events`]: a multi-agent session's threads), the live event stream's SSE decoding (`stream`) and the
-//! API's timestamps (`timestamp`).
+//! API's timestamps (`timestamp`); the model value it takes (`model`), a session's agent reference with a run's
+//! overrides (`overrides`), the host's permission verdicts on tool calls (`permissions`) and live text previews
+//! (`previews`).
 
 pub(crate) mod client;
 pub mod events;
 pub(crate) mod files;
+pub(crate) mod model;
+pub(crate) mod overrides;
+pub(crate) mod permissions;
+pub(crate) mod previews;
 pub(crate) mod stream;
 pub mod thread_events;
 pub(crate) mod threads;

@@ -5,7 +5,8 @@ use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_claude::wire::events;
 use managed_agents_conformance::Script;
 use managed_agents_core::{
-    Event, Mode, OpenConnection, OpenRequest, Outcome, Provider, SeenIds, Terminal, ToolResult, ToolUse, TurnInput,
+    Event, Mode, ModelConfig, OpenConnection, OpenRequest, Outcome, Provider, SeenIds, Terminal, ToolResult, ToolUse,
+    TurnInput,
 };
 use serde_json::{Value, json};
 
@@ -25,6 +26,26 @@ async fn open_yields_a_streaming_connection() {
     assert_eq!(connection.mode(), Mode::Streaming);
     assert!(matches!(connection, OpenConnection::Streaming(_)));
     assert!(connection.common().session_id().is_some());
+}
+
+/// claude_managed_agents_test.exs: "model_config client threading … open/2 builds its client from model_config
+/// api_key/base_url" — the run's key and base URL carry the session create (and its stream) to another server;
+/// the provider's own server sees nothing.
+#[tokio::test]
+async fn open_builds_its_client_from_the_model_config() {
+    let own = ClaudeEmulator::start(Script::new()).await.unwrap();
+    let granted = ClaudeEmulator::start(Script::new()).await.unwrap();
+    let provider = own.provider_builder().build().unwrap();
+    let (agent, environment) = granted.seed_agent();
+    let mut request = OpenRequest::default();
+    request.agent_id = Some(agent);
+    request.environment_id = Some(environment);
+    request.model_config = ModelConfig::new().credential("vk-granted").destination(granted.base_url());
+    provider.open(request).await.unwrap();
+    let created = granted.requests_to("POST", "/v1/sessions");
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].api_key.as_ref().map(|key| key.expose()), Some("vk-granted"));
+    assert!(own.requests().is_empty(), "{:?}", own.requests());
 }
 
 /// claude_managed_agents_test.exs: text_delta/1 "maps agent.message text blocks to a chunk".
