@@ -8,8 +8,8 @@
 //! whose failures are injected (`seed_harness`, `fail_next_create`, `fail_polls` …). Upstream's telemetry events
 //! and log lines are `tracing` events here, captured with a `fmt` subscriber.
 
-use std::io;
-use std::sync::{Arc, Mutex, Once, PoisonError};
+mod support;
+
 use std::time::Duration;
 
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, ControlOptions, EXECUTION_ROLE_ARN, Transition};
@@ -19,6 +19,7 @@ use managed_agents_conformance::{Script, ScriptTurn};
 use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{AgentSpec, EnvironmentSpec, Error, Provider, Session, SessionOptions, ToolSchema, tool_fn};
 use serde_json::{Value, json};
+use support::Captured;
 
 /// A provider on the emulator, as its builder makes it.
 fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
@@ -70,49 +71,6 @@ fn deleted(emulator: &AgentCoreEmulator) -> Vec<String> {
 
 fn create_body(emulator: &AgentCoreEmulator) -> Value {
     emulator.control_requests().into_iter().find(|r| r.method == "POST").expect("a CreateHarness").body
-}
-
-/// Log capture: a `fmt` subscriber writing into a buffer, the default for this thread while the guard lives.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-impl Captured {
-    fn start(level: tracing::Level) -> (Self, tracing::subscriber::DefaultGuard) {
-        // `tracing` keeps one process-wide maximum level, recomputed from the live subscribers whenever one comes
-        // or goes; with each test's subscriber set per thread, one test's subscriber going away while another's
-        // arrives could leave the maximum below what the newer one wants, and its events would be filtered out
-        // before reaching it. A global subscriber that takes every level (and writes nowhere) keeps the maximum
-        // at TRACE for the whole binary (and no callsite's interest is cached as "never"), so each test's own
-        // filter is the only one that decides. Without it, one run in about 60 lost a line.
-        static EVERY_LEVEL: Once = Once::new();
-        EVERY_LEVEL.call_once(|| {
-            let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
-        });
-        let captured = Self::default();
-        let subscriber = tracing_subscriber::fmt().with_writer(captured.clone()).with_max_level(level).finish();
-        (captured.clone(), tracing::subscriber::set_default(subscriber))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
-    }
 }
 
 // ── build_spec ──────────────────────────────────────────────────────────────────────────────────────────────

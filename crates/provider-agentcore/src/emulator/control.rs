@@ -135,6 +135,7 @@ pub(super) struct ControlState {
     failing_deletes: (u32, u16),
     failing_creates: (u32, u16),
     next_create_body: Option<Value>,
+    list_body: Option<Value>,
 }
 
 fn due(transition: Transition, polls: u32, since: Instant) -> bool {
@@ -205,6 +206,10 @@ impl ControlState {
 
     pub(super) fn next_create_body(&mut self, body: Value) {
         self.next_create_body = Some(body);
+    }
+
+    pub(super) fn answer_lists_with(&mut self, body: Option<Value>) {
+        self.list_body = body;
     }
 
     pub(super) fn harnesses(&self) -> Vec<EmulatedHarness> {
@@ -340,6 +345,9 @@ impl ControlState {
     }
 
     fn list(&self, query: &str) -> Response<ResponseBody> {
+        if let Some(body) = &self.list_body {
+            return json_response(StatusCode::OK, body);
+        }
         let asked = query_value(query, "maxResults").and_then(|v| v.parse::<usize>().ok());
         let size = asked.unwrap_or(usize::MAX).min(self.options.page_size).max(1);
         let start = match query_value(query, "nextToken") {

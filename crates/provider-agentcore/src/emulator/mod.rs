@@ -37,7 +37,7 @@
 //! `ListHarnesses` (paged) and `DeleteHarness`, with statuses that change over time ([`Transition`]) and
 //! injectable paths — a name already taken ([`AgentCoreEmulator::seed_harness`] in any status, `DELETING`
 //! included), a create that ends `CREATE_FAILED` ([`AgentCoreEmulator::fail_next_create`]), a harness stuck in
-//! `CREATING` ([`Transition::Never`]). `InvokeHarness` accepts [`HARNESS_ARN`] and every `READY` harness.
+//! `CREATING` ([`Transition::Never`]), a drifted listing ([`AgentCoreEmulator::answer_lists_with`]). `InvokeHarness` accepts [`HARNESS_ARN`] and every `READY` harness.
 //!
 //! The `serve_agentcore_emulator` example serves it to other languages' SDKs (`tests/sdk/agentcore_sdk_check.py`
 //! drives it with boto3).

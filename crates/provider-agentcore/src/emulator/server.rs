@@ -206,6 +206,12 @@ impl AgentCoreEmulator {
         self.state().control.next_create_body(body);
     }
 
+    /// From now on, every `ListHarnesses` answers `200` with `body` verbatim (a drifted listing, e.g. `{}`);
+    /// `None` lists the harnesses again.
+    pub fn answer_lists_with(&self, body: Option<Value>) {
+        self.state().control.answer_lists_with(body);
+    }
+
     /// The harnesses the control plane holds now, in creation order.
     pub fn harnesses(&self) -> Vec<EmulatedHarness> {
         self.state().control.harnesses()

@@ -10,6 +10,7 @@ use aws_sdk_bedrockagentcorecontrol::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockagentcorecontrol::types::{HarnessStatus, HarnessSummary};
 use managed_agents_core::Error;
 
+use super::listing::MemberCheck;
 use super::settings::ProvisionSettings;
 use super::status::{HarnessStatusClass, classify, status_text};
 use crate::wire::sdk_error::{self, Part};
@@ -330,28 +331,40 @@ impl Call<'_> {
     }
 
     /// Every harness, following `nextToken` through every page; each page bounded by the budget.
-    pub(super) async fn list(&mut self) -> Result<Vec<HarnessSummary>, Error> {
+    pub(super) async fn list(&mut self) -> Result<Listing, Error> {
         let wait = Wait { phase: "listing", id: None, last_status: None, polls: self.polls };
-        let mut all = Vec::new();
+        let mut listing = Listing { harnesses: Vec::new(), whole: true };
         let mut token: Option<String> = None;
         for _ in 0..MAX_PAGES {
+            let check = MemberCheck::new("harnesses");
             let request = self
                 .client
                 .list_harnesses()
                 .set_max_results(self.settings.page_size)
                 .set_next_token(token.clone())
+                .customize()
+                .interceptor(check.clone())
                 .send();
             let page = bounded(self.settings, &self.budget, &wait, async {
                 request.await.map_err(|e| control_failure("ListHarnesses", e))
             })
             .await
             .map_err(|f| f.into_error("ListHarnesses"))?;
-            all.extend(page.harnesses().iter().cloned());
+            listing.whole &= check.present() != Some(false);
+            listing.harnesses.extend(page.harnesses().iter().cloned());
             match page.next_token().filter(|t| !t.is_empty()) {
                 Some(next) if token.as_deref() != Some(next) => token = Some(next.to_string()),
-                _ => return Ok(all),
+                _ => return Ok(listing),
             }
         }
         Err(Error::malformed("ListHarnesses response", format!("more than {MAX_PAGES} pages"), ""))
     }
+}
+
+/// The harnesses a listing found, and whether every page named its list.
+pub(super) struct Listing {
+    /// Every harness of every page.
+    pub(super) harnesses: Vec<HarnessSummary>,
+    /// Whether every page carried its `harnesses` member (the SDK reads a page without it as an empty list).
+    pub(super) whole: bool,
 }

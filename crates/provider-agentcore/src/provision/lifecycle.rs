@@ -53,7 +53,8 @@ impl ProvisionedHarness {
 
 impl BedrockAgentCore {
     /// Every harness of the account and region, following `nextToken` through every page (bounded by the
-    /// provisioning budget). Needs the control-plane client.
+    /// provisioning budget). Needs the control-plane client. A page without its `harnesses` member counts as an
+    /// empty one (as the SDK reads it); only provisioning's search for the holder of a taken name refuses it.
     pub async fn list_harnesses(&self) -> Result<Vec<HarnessSummary>, Error> {
         let client = control(self)?;
         let mut call = Call {
@@ -62,7 +63,7 @@ impl BedrockAgentCore {
             budget: WaitBudget::start(self.provisioning().budget),
             polls: 0,
         };
-        call.list().await
+        Ok(call.list().await?.harnesses)
     }
 
     /// Provisions the harness of `spec` (in `environment`) and waits until it is `READY`; see the
@@ -177,8 +178,16 @@ async fn provision(
             }
             Err(ControlFailure::Conflict(message)) => {
                 tracing::info!(name, message, "harness name taken; looking for the harness that holds it");
-                let existing = call.list().await?;
-                let Some(holder) = existing.into_iter().find(|h| h.harness_name() == name) else {
+                let listing = call.list().await?;
+                if !listing.whole {
+                    // An empty list is an answer (the holder went away); a listing without its list is none.
+                    return Err(Error::malformed(
+                        "ListHarnesses response",
+                        "a page has no `harnesses` member, so the listing cannot name the harness holding the name",
+                        "",
+                    ));
+                }
+                let Some(holder) = listing.harnesses.into_iter().find(|h| h.harness_name() == name) else {
                     // It went away between the two calls: try the create again.
                     continue;
                 };

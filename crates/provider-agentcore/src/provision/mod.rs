@@ -22,11 +22,16 @@
 //! happened.
 //!
 //! The files: `settings` (the knobs), `naming` (names, ids, tokens), `status` (what a status means), `request`
-//! (the `CreateHarness` body of a spec), `call` (one call's budget, bounded requests, polls and rollback) and
-//! `lifecycle` (provision, teardown, list).
+//! (the `CreateHarness` body of a spec), `call` (one call's budget, bounded requests, polls and rollback),
+//! `listing` (whether a listing page named its list at all) and `lifecycle` (provision, teardown, list).
+//!
+//! After a `ConflictException`, the listing must be able to name the holder: a page without its `harnesses`
+//! member (which the SDK reads as an empty list) is [`Error::Malformed`](managed_agents_core::Error::Malformed) at
+//! once, while a valid empty listing means the holder went away and the create is sent again.
 
 mod call;
 pub(crate) mod lifecycle;
+mod listing;
 pub(crate) mod naming;
 mod request;
 pub(crate) mod settings;
