@@ -7,7 +7,9 @@ use aws_sdk_bedrockagentcorecontrol::Client as ControlClient;
 use aws_sdk_bedrockagentcorecontrol::types::HarnessSummary;
 use managed_agents_core::{AgentHandle, AgentSpec, EnvironmentSpec, Error};
 
-use super::call::{Call, ControlFailure, RESOURCE, Rollback, Wait, WaitBudget, bounded, control_failure, timed_out};
+use super::call::{
+    Call, ControlFailure, RESOURCE, Rollback, Wait, WaitBudget, bounded, control_failure, timed_out, unwind_cause,
+};
 use super::naming::{client_token, harness_name};
 use super::request::{CreateParts, create_parts};
 use super::status::{HarnessStatusClass, classify};
@@ -103,7 +105,9 @@ impl BedrockAgentCore {
         let parts = create_parts(spec, environment)?;
         let client = control(self)?;
         let mut call = Call { client, settings, budget: WaitBudget::start(settings.budget), polls: 0 };
+        let unwinding = Unwinding { name: &name, armed: true };
         let result = provision(&mut call, &name, &role, &parts).await;
+        unwinding.disarm();
         match &result {
             Ok(h) => {
                 tracing::info!(harness_id = h.harness_id, name, provenance = ?h.provenance, polls = h.polls, "harness provisioned")
@@ -141,6 +145,26 @@ impl BedrockAgentCore {
             Err(failure) => return Err(failure.into_error("DeleteHarness")),
         }
         call.wait_gone(harness_id, "deleting").await
+    }
+}
+
+/// Logs a provision that unwinds before it returns (its future dropped, or a panic), whatever it had done.
+struct Unwinding<'a> {
+    name: &'a str,
+    armed: bool,
+}
+
+impl Unwinding<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::warn!(name = self.name, cause = unwind_cause(), "harness provisioning unwound before it returned");
+        }
     }
 }
 
