@@ -9,7 +9,7 @@ use managed_agents_core::http::Response;
 use managed_agents_core::http::server::{Claim, Pacing, ReceivedRequest, ResponseBody};
 use serde_json::{Value, json};
 
-use super::encoding::{aws_error, event, exception, query_value, validation_exception};
+use super::encoding::{aws_error, event, exception, exception_with, query_value, validation_exception};
 use super::playback::{CONTENT_TYPE, broken_crc, call_frames, frames_response, reasoning_echo};
 use super::state::State;
 use crate::provider::session_id::validate_session_id;
@@ -78,7 +78,8 @@ pub(super) fn invoke(state: Shared<State>, request: &ReceivedRequest) -> Respons
     }
     if let Some((kind, message)) = turn.stream_exception() {
         commit_turn(&mut guard, &session_id, input, &turn);
-        return frames_response(vec![event("messageStart", json!({"role": "assistant"})), exception(kind, message)]);
+        let frame = exception_with(kind, message, options.validation_reason);
+        return frames_response(vec![event("messageStart", json!({"role": "assistant"})), frame]);
     }
     let pacing = Pacing::default().gate(guard.gate.clone());
     if settle != Settle::OnClaim {

@@ -72,19 +72,29 @@ enum Attempt {
     Fatal(Error),
 }
 
+/// What the SDK puts in a `ValidationException`'s required `reason` when the service sent none.
+const UNSET_REASON: &str = "no value was set";
+
 /// A `ValidationException` (HTTP or in-stream) with its reason and the fields it names kept in the message:
-/// `"<message> (reason: FieldValidationFailed; fields: messages: <why>, …)"`. Never retried.
+/// `"<message> (reason: FieldValidationFailed; fields: messages: <why>, …)"`, each part only when the service
+/// sent it. Never retried.
 fn validation_error(error: &ValidationException) -> Error {
     let mut message = error.message().to_string();
     if message.is_empty() {
         message.push_str("the request is not valid");
     }
-    message.push_str(&format!(" (reason: {}", error.reason().as_str()));
+    let mut details = Vec::new();
+    let reason = error.reason().as_str();
+    if !reason.is_empty() && reason != UNSET_REASON {
+        details.push(format!("reason: {reason}"));
+    }
     let fields: Vec<String> = error.field_list().iter().map(|f| format!("{}: {}", f.name(), f.message())).collect();
     if !fields.is_empty() {
-        message.push_str(&format!("; fields: {}", fields.join(", ")));
+        details.push(format!("fields: {}", fields.join(", ")));
     }
-    message.push(')');
+    if !details.is_empty() {
+        message.push_str(&format!(" ({})", details.join("; ")));
+    }
     Error::provider("agentcore", Some("ValidationException".into()), message, false)
 }
 
