@@ -7,11 +7,10 @@ use aws_sdk_bedrockagentcorecontrol::Client as ControlClient;
 use aws_sdk_bedrockagentcorecontrol::types::HarnessSummary;
 use managed_agents_core::{AgentHandle, AgentSpec, EnvironmentSpec, Error};
 
-use super::call::{
-    Call, ControlFailure, RESOURCE, Rollback, Wait, WaitBudget, bounded, control_failure, timed_out, unwind_cause,
-};
+use super::call::{Call, ControlFailure, RESOURCE, Wait, WaitBudget, bounded, control_failure, timed_out};
 use super::naming::{client_token, harness_name};
 use super::request::{CreateParts, create_parts};
+use super::rollback::{Rollback, unwind_cause};
 use super::status::{HarnessStatusClass, classify};
 use crate::provider::agentcore::BedrockAgentCore;
 

@@ -22,8 +22,9 @@
 //! happened.
 //!
 //! The files: `settings` (the knobs), `naming` (names, ids, tokens), `status` (what a status means), `request`
-//! (the `CreateHarness` body of a spec), `call` (one call's budget, bounded requests, polls and rollback),
-//! `listing` (whether a listing page named its list at all) and `lifecycle` (provision, teardown, list).
+//! (the `CreateHarness` body of a spec), `call` (one call's budget and bounded requests), `wait` (its status
+//! polls), `listing` (its listing, and whether each page named its list at all), `rollback` (deleting what it
+//! created when it cannot finish) and `lifecycle` (provision, teardown, list).
 //!
 //! After a `ConflictException`, the listing must be able to name the holder: a page without its `harnesses`
 //! member (which the SDK reads as an empty list) is [`Error::Malformed`](managed_agents_core::Error::Malformed) at
@@ -34,8 +35,10 @@ pub(crate) mod lifecycle;
 mod listing;
 pub(crate) mod naming;
 mod request;
+mod rollback;
 pub(crate) mod settings;
 mod status;
+mod wait;
 
 pub use lifecycle::{Provenance, ProvisionedHarness};
 pub use settings::{
