@@ -250,7 +250,7 @@ async fn teardown_deletes_the_harness_by_id() {
 async fn provision_polls_until_ready() {
     let emulator = emulator().await;
     let provisioned = provision(&emulator).await.expect("provisioned");
-    assert_eq!(provisioned.polls, 3, "CREATING, CREATING, READY");
+    assert_eq!(provisioned.polls, 5, "CREATING, CREATING, READY; then the endpoint: CREATING, READY");
 }
 
 /// bedrock_agent_core_test.exs: "provision/2 surfaces a CREATE_FAILED harness".
@@ -388,16 +388,21 @@ async fn an_adopted_harness_is_never_rolled_back() {
     assert!(deleted(&emulator).is_empty());
 }
 
-/// bedrock_agent_core_test.exs: "get_fun receives the harness id it was given".
+/// bedrock_agent_core_test.exs: "get_fun receives the harness id it was given", and (endpoint readiness)
+/// "endpoint_fun receives the harness id and the endpoint the data plane defaults to".
 #[tokio::test]
 async fn polls_name_the_created_harness() {
     let emulator = emulator().await;
     let provisioned = provision(&emulator).await.expect("provisioned");
-    let polls = requests(&emulator, "GET");
-    assert!(
-        !polls.is_empty() && polls.iter().all(|p| *p == format!("/harnesses/{}", provisioned.harness_id)),
-        "{polls:?}"
+    let (harness, endpoint) = (
+        format!("/harnesses/{}", provisioned.harness_id),
+        format!("/harnesses/{}/endpoints/DEFAULT", provisioned.harness_id),
     );
+    let polls = requests(&emulator, "GET");
+    assert_eq!(polls.iter().filter(|p| **p == harness).count(), 3, "{polls:?}");
+    assert_eq!(polls.iter().filter(|p| **p == endpoint).count(), 2, "{polls:?}");
+    assert_eq!(polls.len(), 5, "no other poll: {polls:?}");
+    assert_eq!(provisioned.endpoint, "DEFAULT");
 }
 
 // ── diagnosability from the log alone ───────────────────────────────────────────────────────────────────────

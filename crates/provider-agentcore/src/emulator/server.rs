@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::control::{ControlOptions, ControlRequest, EXECUTION_ROLE_ARN, EmulatedHarness};
+use super::endpoints::EmulatedEndpoint;
 use super::options::EmulatorOptions;
 use super::routes::{is_control, route};
 use super::sessions::{HARNESS_ARN, INVOKE_PATH, SESSION_HEADER};
@@ -177,6 +178,35 @@ impl AgentCoreEmulator {
     /// an optional `failureReason`, instead of `READY`.
     pub fn next_create_ends_in(&self, status: &str, reason: Option<&str>) {
         self.state().control.next_create_ends_in(status.to_string(), reason.map(str::to_string));
+    }
+
+    /// Adds an endpoint `name` in `status` to harness `harness_id` (e.g. a seeded one), as if someone had created
+    /// it; `None` when there is no such harness. Transitional statuses move on as
+    /// [`ControlOptions::endpoint_ready_after`] says.
+    pub fn seed_endpoint(&self, harness_id: &str, name: &str, status: &str) -> Option<EmulatedEndpoint> {
+        self.state().control.seed_endpoint(harness_id, name, status)
+    }
+
+    /// The `DEFAULT` endpoint of the next harness created leaves `CREATING` for `status` (`"CREATE_FAILED"`,
+    /// `"DELETING"`, `"INACTIVE"` …) with an optional `failureReason`, instead of `READY`.
+    pub fn next_endpoint_ends_in(&self, status: &str, reason: Option<&str>) {
+        self.state().control.endpoints.next_default_ends_in(status.to_string(), reason.map(str::to_string));
+    }
+
+    /// The next `count` `GetHarnessEndpoint` calls fail with HTTP `status`, as the matching AWS error (404
+    /// `ResourceNotFoundException`: an endpoint not there yet; 429 `ThrottlingException` …).
+    pub fn fail_endpoint_polls(&self, count: u32, status: u16) {
+        self.state().control.endpoints.fail_gets(count, status);
+    }
+
+    /// The next `GetHarnessEndpoint` answers `200` with `body` verbatim (a drifted response).
+    pub fn next_endpoint_response(&self, body: Value) {
+        self.state().control.endpoints.next_get_body(body);
+    }
+
+    /// The endpoints of harness `harness_id` now, in creation order.
+    pub fn endpoints(&self, harness_id: &str) -> Vec<EmulatedEndpoint> {
+        self.state().control.endpoints.of(harness_id)
     }
 
     /// The next `count` `GetHarness` calls answer `429 ThrottlingException`.

@@ -40,8 +40,11 @@ pub(super) fn invoke(state: Shared<State>, request: &ReceivedRequest) -> Respons
         return aws_error(400, "harnessArn does not match the harness ARN pattern");
     }
     let mut guard = state.lock();
-    if harness_arn != HARNESS_ARN && !guard.control.is_ready(&harness_arn) {
-        return aws_error(404, "no harness with this ARN");
+    let qualifier = request.uri.query().and_then(|q| query_value(q, "qualifier"));
+    if harness_arn != HARNESS_ARN
+        && let Err(why) = guard.control.invokable(&harness_arn, qualifier.as_deref())
+    {
+        return aws_error(404, &why);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let input = match decode_input(&messages, guard.sessions.contains(&session_id)) {

@@ -43,6 +43,8 @@ impl WaitBudget {
 /// What one wait observed, for its errors and events.
 #[derive(Debug)]
 pub(super) struct Wait {
+    /// What kind of resource it waits on (`"harness"`, `"harness endpoint"`).
+    pub(super) resource: &'static str,
     pub(super) phase: &'static str,
     pub(super) id: Option<String>,
     pub(super) last_status: Option<String>,
@@ -113,7 +115,7 @@ pub(super) async fn bounded<T>(
 
 pub(super) fn timed_out(budget: &WaitBudget, wait: &Wait) -> Error {
     Error::provision_timed_out(
-        RESOURCE,
+        wait.resource,
         wait.id.clone(),
         wait.phase,
         wait.last_status.clone(),
