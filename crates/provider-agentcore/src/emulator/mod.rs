@@ -45,7 +45,9 @@
 //! ([`AgentCoreEmulator::next_endpoint_ends_in`]), fail its polls ([`AgentCoreEmulator::fail_endpoint_polls`]) or
 //! drift ([`AgentCoreEmulator::next_endpoint_response`]); others are added with
 //! [`AgentCoreEmulator::seed_endpoint`]. `InvokeHarness` accepts [`HARNESS_ARN`] and every `READY` harness whose
-//! endpoint the call names (its `qualifier`, or `DEFAULT`) is `READY`.
+//! endpoint the call names (its `qualifier`, or `DEFAULT`) is `READY`. The token vault holds API-key credential
+//! providers (create, get, update, delete, list; [`AgentCoreEmulator::credential_providers`],
+//! [`AgentCoreEmulator::fail_vault_requests`]).
 //!
 //! The `serve_agentcore_emulator` example serves it to other languages' SDKs (`tests/sdk/agentcore_sdk_check.py`
 //! drives it with boto3).
@@ -53,9 +55,9 @@
 //! The files: `server` ([`AgentCoreEmulator`], on the scaffold's
 //! [`EmulatorServer`](managed_agents_conformance::emulator::EmulatorServer)), `routes`, the resources `control`
 //! (the harnesses of the control plane) with `endpoints` (their endpoints) and `progress` (how both move through
-//! their statuses) and `shell` with `runtime` (the runtime shell), `sessions` (`InvokeHarness`), `playback`
-//! (a turn's frames), `encoding` (frames and AWS errors), `options`, `state` and `backend`
-//! ([`AgentCoreBackend`]).
+//! their statuses), `vault` (the token vault) and `shell` with `runtime` (the runtime shell), `sessions`
+//! (`InvokeHarness`), `playback` (a turn's frames), `encoding` (frames and AWS errors), `options`, `state` and
+//! `backend` ([`AgentCoreBackend`]).
 
 mod backend;
 mod control;
@@ -70,6 +72,7 @@ pub(crate) mod server;
 mod sessions;
 mod shell;
 mod state;
+mod vault;
 
 pub use backend::AgentCoreBackend;
 pub use control::{ControlOptions, ControlRequest, EXECUTION_ROLE_ARN, EmulatedHarness};
@@ -80,3 +83,4 @@ pub use playback::reasoning_blocks;
 pub use progress::Transition;
 pub use server::{AgentCoreEmulator, InvokeRequest};
 pub use sessions::{HARNESS_ARN, SESSION_HEADER, is_harness_arn};
+pub use vault::EmulatedCredentialProvider;

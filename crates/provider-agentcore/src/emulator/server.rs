@@ -19,6 +19,7 @@ use super::options::EmulatorOptions;
 use super::routes::{is_control, route};
 use super::sessions::{HARNESS_ARN, INVOKE_PATH, SESSION_HEADER};
 use super::state::State;
+use super::vault::EmulatedCredentialProvider;
 use crate::provider::agentcore::BedrockAgentCore;
 use crate::provider::builder::BedrockAgentCoreBuilder;
 use crate::provision::settings::ProvisionSettings;
@@ -207,6 +208,16 @@ impl AgentCoreEmulator {
     /// The endpoints of harness `harness_id` now, in creation order.
     pub fn endpoints(&self, harness_id: &str) -> Vec<EmulatedEndpoint> {
         self.state().control.endpoints.of(harness_id)
+    }
+
+    /// The API-key credential providers the token vault holds now, in creation order.
+    pub fn credential_providers(&self) -> Vec<EmulatedCredentialProvider> {
+        self.state().vault.providers()
+    }
+
+    /// The next `count` token vault requests fail with HTTP `status`, as the matching AWS error.
+    pub fn fail_vault_requests(&self, count: u32, status: u16) {
+        self.state().vault.fail(count, status);
     }
 
     /// The next `count` `GetHarness` calls answer `429 ThrottlingException`.

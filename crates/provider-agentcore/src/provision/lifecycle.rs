@@ -8,6 +8,7 @@ use aws_sdk_bedrockagentcorecontrol::types::HarnessSummary;
 use managed_agents_core::{AgentHandle, AgentSpec, EnvironmentSpec, Error};
 
 use super::call::{Call, ControlFailure, RESOURCE, Wait, WaitBudget, bounded, control_failure, timed_out};
+use super::credentials::CredentialProvider;
 use super::naming::{DEFAULT_ENDPOINT_NAME, client_token, harness_name};
 use super::request::{CreateParts, create_parts};
 use super::rollback::{Rollback, unwind_cause};
@@ -41,6 +42,9 @@ pub struct ProvisionedHarness {
     /// The endpoint it waited for (the provider's qualifier, or [`DEFAULT_ENDPOINT_NAME`]): the one its sessions
     /// invoke.
     pub endpoint: String,
+    /// The credential providers of [`ProvisionSettings::credential_providers`](super::ProvisionSettings), as the
+    /// token vault holds them (their ARNs), in the settings' order.
+    pub credential_providers: Vec<CredentialProvider>,
     /// Created or adopted.
     pub provenance: Provenance,
     /// Status polls made, over every wait of the call (the harness's and its endpoint's).
@@ -78,6 +82,9 @@ impl BedrockAgentCore {
     /// deleting or unknown status, [`Error::ProvisionTimedOut`] when the budget runs out (resource
     /// `"harness endpoint"` when it ran out on the endpoint), and the service's own error otherwise.
     ///
+    /// First, every credential provider of [`ProvisionSettings::credential_providers`](super::ProvisionSettings) is
+    /// put in the token vault (created, or its key replaced), so that a model configuration can name it.
+    ///
     /// What is sent: the spec's system prompt, its model id (as `bedrockModelConfig.modelId`), its tools (as
     /// `inline_function` tools, run locally by the session's handler) and, of the environment, only `config` —
     /// the service's `environment` JSON (`agentCoreRuntimeEnvironment` with `filesystemConfigurations` of
@@ -111,7 +118,16 @@ impl BedrockAgentCore {
         let endpoint = self.qualifier().unwrap_or(DEFAULT_ENDPOINT_NAME);
         let mut call = Call { client, settings, budget: WaitBudget::start(settings.budget), polls: 0 };
         let unwinding = Unwinding { name: &name, armed: true };
-        let result = provision(&mut call, &name, &role, &parts, endpoint).await;
+        let result = async {
+            let mut stored = Vec::with_capacity(settings.credential_providers.len());
+            for provider in &settings.credential_providers {
+                stored.push(call.put_credential_provider(provider).await?.0);
+            }
+            let mut provisioned = provision(&mut call, &name, &role, &parts, endpoint).await?;
+            provisioned.credential_providers = stored;
+            Ok(provisioned)
+        }
+        .await;
         unwinding.disarm();
         match &result {
             Ok(h) => {
@@ -328,6 +344,7 @@ fn done(call: &Call<'_>, handover: Handover<'_>, provenance: Provenance) -> Prov
         arn: handover.arn,
         name: handover.name.to_string(),
         endpoint: handover.endpoint.to_string(),
+        credential_providers: Vec::new(),
         provenance,
         polls: call.polls,
         elapsed: call.budget.elapsed(),
@@ -335,7 +352,7 @@ fn done(call: &Call<'_>, handover: Handover<'_>, provenance: Provenance) -> Prov
 }
 
 /// The control-plane client provisioning calls, or why there is none.
-fn control(provider: &BedrockAgentCore) -> Result<&ControlClient, Error> {
+pub(super) fn control(provider: &BedrockAgentCore) -> Result<&ControlClient, Error> {
     provider.control_client().ok_or_else(|| {
         Error::invalid_option(
             "control_client",

@@ -32,7 +32,11 @@
 //! [`BedrockAgentCore::provision_harness`](crate::BedrockAgentCore::provision_harness) for the details of what
 //! happened.
 //!
-//! The files: `settings` (the knobs), `naming` (names, ids, tokens, the endpoint name rule), `status` (what a
+//! API-key credential providers of the token vault ([`ApiKeyCredentialProvider`], keys redacted as [`ApiKey`])
+//! are created, put, read and deleted by the methods of [`BedrockAgentCore`](crate::BedrockAgentCore), and put by
+//! provisioning itself when [`ProvisionSettings::credential_providers`] lists them.
+//!
+//! The files: `settings` (the knobs), `credentials` (the token vault's API-key credential providers), `naming` (names, ids, tokens, the endpoint name rule), `status` (what a
 //! status means), `request` (the `CreateHarness` body of a spec), `call` (one call's budget and bounded
 //! requests), `wait` (its status polls), `listing` (its listing), `member` (whether an answer named a member at
 //! all, which the SDK does not tell), `rollback` (deleting what it created when it cannot finish) and `lifecycle`
@@ -45,6 +49,7 @@
 //! [`Error::Malformed`]: managed_agents_core::Error::Malformed
 
 mod call;
+pub(crate) mod credentials;
 pub(crate) mod lifecycle;
 mod listing;
 mod member;
@@ -55,6 +60,7 @@ pub(crate) mod settings;
 mod status;
 mod wait;
 
+pub use credentials::{ApiKey, ApiKeyCredentialProvider, CredentialProvider, MAX_CREDENTIAL_PROVIDER_NAME_LEN, Stored};
 pub use lifecycle::{Provenance, ProvisionedHarness};
 pub use naming::{DEFAULT_ENDPOINT_NAME, MAX_ENDPOINT_NAME_LEN};
 pub use settings::{
