@@ -32,8 +32,9 @@ use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions as ClaudeE
 use managed_agents_claude::{ClaudeManagedAgents, ClaudeManagedAgentsBuilder, MAX_CONSECUTIVE_MALFORMED_FRAMES};
 use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::HttpOptions;
+use managed_agents_core::Secret;
 use managed_agents_core::artifacts::Artifacts;
-use managed_agents_core::http::{Method, Secret, StatusCode};
+use managed_agents_core::http::{Method, StatusCode};
 use managed_agents_core::{
     AgentSpec, EnvironmentSpec, Error, NoTools, OpenRequest, Provider, RetryPolicy, Session, SessionOptions,
     SessionResult, ToolSchema, TurnInput, tool_fn, tool_fn_with_info,

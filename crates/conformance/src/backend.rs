@@ -42,6 +42,55 @@ pub struct BackendCapabilities {
     /// The faults of the fault matrix the backend injects, each with what the provider promises when it hits
     /// (see [`crate::faults`]); indexed by [`FaultCase::index`].
     pub faults: [Option<FaultOutcome>; FaultCase::ALL.len()],
+    /// Model ids the provider serves and refuses, for the model-catalog scenarios.
+    pub models: ModelCatalog,
+}
+
+/// Model ids a provider serves, with the model each becomes on the wire, and ids it refuses with
+/// [`Error::UnsupportedModel`](managed_agents_core::Error::UnsupportedModel). The backend records the wire model
+/// of each request that names one ([`InputLog::record_model`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModelCatalog {
+    /// `(model id, the model the backend records on the wire)` pairs the provider serves.
+    pub accepted: &'static [(&'static str, &'static str)],
+    /// Model ids the provider refuses before anything is sent.
+    pub refused: &'static [&'static str],
+}
+
+impl ModelCatalog {
+    /// No model case declared (the catalog scenarios are skipped).
+    pub const fn none() -> Self {
+        Self { accepted: &[], refused: &[] }
+    }
+
+    /// With these accepted and refused ids.
+    pub const fn new(accepted: &'static [(&'static str, &'static str)], refused: &'static [&'static str]) -> Self {
+        Self { accepted, refused }
+    }
+}
+
+/// A second server of the backend, for a run whose [`ModelConfig`](managed_agents_core::ModelConfig) names it as
+/// its destination ([`Backend::destination`]).
+pub struct Destination {
+    /// Its base URL (what the run's `ModelConfig::destination` is set to).
+    pub base_url: String,
+    /// What it received; it records each request's credential ([`InputLog::record_credential`]).
+    pub log: InputLog,
+    _keep_alive: Box<dyn Any + Send + Sync>,
+}
+
+impl Destination {
+    /// A destination at `base_url` recording into `log`, kept up as long as `guard` lives.
+    pub fn new(base_url: impl Into<String>, log: InputLog, guard: impl Any + Send + Sync) -> Self {
+        Self { base_url: base_url.into(), log, _keep_alive: Box::new(guard) }
+    }
+}
+
+impl std::fmt::Debug for Destination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Destination").field("base_url", &self.base_url).finish_non_exhaustive()
+    }
 }
 
 impl BackendCapabilities {
@@ -58,7 +107,14 @@ impl BackendCapabilities {
             confirmations: false,
             per_session_scripts: false,
             faults: [None; FaultCase::ALL.len()],
+            models: ModelCatalog::none(),
         }
+    }
+
+    /// With the model ids the provider serves and refuses.
+    pub const fn with_models(mut self, models: ModelCatalog) -> Self {
+        self.models = models;
+        self
     }
 
     /// With the provider's capabilities.
@@ -203,6 +259,15 @@ pub trait Backend: Send + Sync {
     /// script takes it with [`Scripts::into_shared`]. A backend that declares [`FaultCase::Stall`] must honour
     /// [`ProviderSettings::idle_timeout`].
     async fn launch(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<Self::Provider>;
+
+    /// A second server playing `script`, which a run reaches by naming its base URL as the `ModelConfig`
+    /// destination, with a credential of its own — for providers with a data plane
+    /// ([`Capabilities::data_plane`](managed_agents_core::Capabilities::data_plane)). `None` (the default): the
+    /// backend offers none, and the destination scenario fails for a provider that has a data plane.
+    async fn destination(&self, script: Script) -> Option<Destination> {
+        let _ = script;
+        None
+    }
 
     /// [`Backend::launch`] with one shared `script` and no setting.
     async fn start(&self, script: Script) -> Harness<Self::Provider> {

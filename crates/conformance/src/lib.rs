@@ -144,7 +144,7 @@ pub mod store_contract;
 pub mod support;
 
 pub use async_trait::async_trait;
-pub use backend::{Backend, BackendCapabilities, Harness, ProviderSettings};
+pub use backend::{Backend, BackendCapabilities, Destination, Harness, ModelCatalog, ProviderSettings};
 pub use delivery::{Delivery, End};
 pub use fault_case::{FaultCase, FaultOutcome};
 pub use harness::Suite;

@@ -36,8 +36,19 @@ pub enum RecordedInput {
 }
 
 /// The shared, append-only log of inputs a backend received.
+///
+/// Beside the inputs ([`InputLog::inputs`]), a backend records the model each request named on the wire
+/// ([`InputLog::models`]) and the credential it carried ([`InputLog::credentials`]), for the model-configuration
+/// scenarios; those two lists never mix into the inputs, so scenarios comparing inputs stay exact.
 #[derive(Debug, Clone, Default)]
-pub struct InputLog(Arc<Mutex<Vec<RecordedInput>>>);
+pub struct InputLog(Arc<Mutex<Recorded>>);
+
+#[derive(Debug, Default)]
+struct Recorded {
+    inputs: Vec<RecordedInput>,
+    models: Vec<String>,
+    credentials: Vec<String>,
+}
 
 impl InputLog {
     /// An empty log.
@@ -47,17 +58,38 @@ impl InputLog {
 
     /// Appends an input.
     pub fn record(&self, input: RecordedInput) {
-        self.lock().push(input);
+        self.lock().inputs.push(input);
+    }
+
+    /// Records the model value a request named on the wire (as text; a structured model value as its id).
+    pub fn record_model(&self, model: impl Into<String>) {
+        self.lock().models.push(model.into());
+    }
+
+    /// Records the credential a request carried (an emulator's fake key; never a real one).
+    pub fn record_credential(&self, credential: impl Into<String>) {
+        self.lock().credentials.push(credential.into());
     }
 
     /// A copy of everything recorded so far.
     pub fn inputs(&self) -> Vec<RecordedInput> {
-        self.lock().clone()
+        self.lock().inputs.clone()
+    }
+
+    /// The models requests named on the wire, in order.
+    pub fn models(&self) -> Vec<String> {
+        self.lock().models.clone()
+    }
+
+    /// The credentials requests carried, in order.
+    pub fn credentials(&self) -> Vec<String> {
+        self.lock().credentials.clone()
     }
 
     /// Every tool result received, flattened, in order.
     pub fn tool_results(&self) -> Vec<ToolResult> {
         self.lock()
+            .inputs
             .iter()
             .filter_map(|input| match input {
                 RecordedInput::ToolResults(results) => Some(results.clone()),
@@ -70,6 +102,7 @@ impl InputLog {
     /// Every confirmation received, as `(tool_use_id, allowed, deny_message)`, in order.
     pub fn confirmations(&self) -> Vec<(String, bool, Option<String>)> {
         self.lock()
+            .inputs
             .iter()
             .filter_map(|input| match input {
                 RecordedInput::Confirmation { tool_use_id, allowed, deny_message } => {
@@ -80,7 +113,7 @@ impl InputLog {
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<RecordedInput>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recorded> {
         // A test that panicked while holding the lock leaves a usable log behind.
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }

@@ -73,6 +73,10 @@ macro_rules! __for_each_scenario {
                 approvals::confirmation_allow: needs_confirmations,
                 approvals::confirmation_deny_with_message: needs_confirmations,
                 approvals::confirmation_default_defers: needs_confirmations,
+                models::model_config_refused_without_data_plane: needs_no_data_plane,
+                models::catalog_ids_refused: needs_refused_models,
+                models::runtime_model_reaches_wire: needs_accepted_models,
+                models::per_run_destination_stays_apart: needs_data_plane,
             }
             faults {
                 /// The connection breaks mid-turn ([`Fault::DropStreamAfter`]).

@@ -56,6 +56,7 @@ declared![
     confirmation_allow,
     confirmation_deny_with_message,
     confirmation_default_defers,
+    per_run_destination_stays_apart,
     fault_http_429_live,
     fault_http_429_sync,
     fault_http_500_live,

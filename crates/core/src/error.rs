@@ -58,6 +58,28 @@ pub enum Error {
         provider: String,
     },
 
+    /// The provider cannot serve this model: a catalog it does not know (`"openai:…"` on Claude), or an id its
+    /// wire refuses. Nothing was sent.
+    #[error("provider `{provider}` does not support model `{model}`")]
+    #[non_exhaustive]
+    UnsupportedModel {
+        /// The provider's name.
+        provider: String,
+        /// The model id as given.
+        model: String,
+    },
+
+    /// A run's [`ModelConfig`](crate::ModelConfig) sets a credential or destination, but the provider has no
+    /// data plane they could apply to ([`DataPlane::None`](crate::DataPlane::None)). Nothing was sent.
+    #[error("provider `{provider}` cannot take a per-run `{setting}`: it has no data plane a run's settings apply to")]
+    #[non_exhaustive]
+    DataPlaneUnsupported {
+        /// The provider's name.
+        provider: String,
+        /// The setting given (`"credential"` or `"destination"`).
+        setting: &'static str,
+    },
+
     /// The provider does not support this operation.
     #[error("provider `{provider}` does not support `{operation}`")]
     #[non_exhaustive]
@@ -345,6 +367,11 @@ impl Error {
     /// An [`Error::OutcomeUnsupported`].
     pub fn outcome_unsupported(provider: impl Into<String>) -> Self {
         Self::OutcomeUnsupported { provider: provider.into() }
+    }
+
+    /// An [`Error::UnsupportedModel`]: `provider` cannot serve `model`.
+    pub fn unsupported_model(provider: impl Into<String>, model: impl Into<String>) -> Self {
+        Self::UnsupportedModel { provider: provider.into(), model: model.into() }
     }
 
     /// An [`Error::Unsupported`]: `provider` does not support `operation`.
@@ -683,6 +710,12 @@ impl fmt::Debug for Error {
             Self::OutcomeUnsupported { provider } => {
                 f.debug_struct("OutcomeUnsupported").field("provider", provider).finish()
             }
+            Self::UnsupportedModel { provider, model } => {
+                f.debug_struct("UnsupportedModel").field("provider", provider).field("model", model).finish()
+            }
+            Self::DataPlaneUnsupported { provider, setting } => {
+                f.debug_struct("DataPlaneUnsupported").field("provider", provider).field("setting", setting).finish()
+            }
             Self::Unsupported { operation, provider } => {
                 f.debug_struct("Unsupported").field("operation", operation).field("provider", provider).finish()
             }
@@ -808,6 +841,8 @@ mod tests {
             events_dropped: 0,
             reconnects: 0,
             transcript: None,
+            threads: vec![],
+            thread_messages: vec![],
         });
         let error = Error::Turn { source: Box::new(Error::malformed("SSE frame", "bad JSON", secret)), partial };
         for printed in [format!("{error:?}"), format!("{error:#?}"), error.to_string()] {

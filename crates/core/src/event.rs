@@ -6,6 +6,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::thread::{THREAD_UPDATE_TYPE, ThreadUpdate};
+
 /// The `type` of the synthetic text-delta event the session loop emits to handlers.
 ///
 /// It is never stored in [`SessionResult::events`](crate::SessionResult::events).
@@ -39,6 +41,24 @@ impl Event {
         object.insert("type".into(), Value::String(TEXT_DELTA_TYPE.into()));
         object.insert("text".into(), Value::String(text.into()));
         Self::new(object)
+    }
+
+    /// Builds the synthetic thread-update event: `update` serialized, with `type` [`THREAD_UPDATE_TYPE`].
+    pub fn thread_update(update: &ThreadUpdate) -> Self {
+        let mut object = match serde_json::to_value(update) {
+            Ok(Value::Object(object)) => object,
+            _ => Map::new(),
+        };
+        object.insert("type".into(), Value::String(THREAD_UPDATE_TYPE.into()));
+        Self::new(object)
+    }
+
+    /// The thread update a synthetic thread-update event carries.
+    pub fn thread_update_view(&self) -> Option<ThreadUpdate> {
+        if self.kind() != Some(THREAD_UPDATE_TYPE) {
+            return None;
+        }
+        serde_json::from_value(Value::Object((*self.0).clone())).ok()
     }
 
     /// The event's kind: its string `type` field, or, for union-shaped events with exactly one key (such as

@@ -127,7 +127,7 @@
 //! * `http` — the pieces the Claude and Local providers share, for your provider too: a hyper 1 client on rustls
 //!   with retries that honour `retry-after` ([`http::HttpClient`], [`RetryPolicy`]), an incremental SSE decoder
 //!   ([`http::SseDecoder`]), response bodies read with an idle timeout ([`http::SseBody`], [`http::read_body`]),
-//!   and a redacting [`http::Secret`].
+//!   and request sending with retries.
 //! * `http-server` — a small HTTP/1 server on loopback (`http::server`) for emulators of a wire, as each provider's
 //!   `emulator` feature uses.
 //!
@@ -153,13 +153,16 @@ mod handler;
 mod http_settings;
 mod info;
 pub mod ledger;
+mod model;
 mod outcome;
 mod provider;
 pub mod provision;
 mod result;
+mod secret;
 mod seen;
 mod session;
 mod spec;
+mod thread;
 mod tool;
 pub mod tools;
 mod usage;
@@ -175,6 +178,7 @@ pub use event::{Event, TEXT_DELTA_TYPE};
 pub use handler::{Handler, NoTools, ToolFn, ToolFnWithInfo, ToolOutput, tool_fn, tool_fn_with_info};
 pub use http_settings::{HttpOptions, HttpSettings, HttpVersion, env_var};
 pub use info::SessionInfo;
+pub use model::{DataPlane, ModelConfig, split_catalog_id};
 pub use outcome::{MAX_OUTCOME_ITERATIONS, Outcome};
 pub use provider::{
     Capabilities, Connection, DEFAULT_KICKOFF_PROMPT, LiveEvents, Mode, OpenConnection, OpenRequest, Provider,
@@ -183,6 +187,7 @@ pub use provider::{
 pub use result::{SessionResult, Terminal, TerminalReason, TurnResult};
 /// The `schemars` crate, whose `JsonSchema` derive gives a typed [`tools::Tool`] its input schema.
 pub use schemars;
+pub use secret::Secret;
 pub use seen::SeenIds;
 pub use session::{
     DEFAULT_MAX_REPROMPTS, DEFAULT_MAX_TURNS, DEFAULT_SEEN_WINDOW, DEFAULT_TIMEOUT, DEFAULT_TOOL_CONCURRENCY,
@@ -190,7 +195,8 @@ pub use session::{
     TurnGuard,
 };
 pub use spec::{AgentHandle, AgentSpec, EnvironmentHandle, EnvironmentSpec, Networking, Runtime};
-pub use tool::{ToolKind, ToolResult, ToolSchema, ToolUse};
+pub use thread::{MessageDirection, THREAD_UPDATE_TYPE, Thread, ThreadMessage, ThreadStatus, ThreadUpdate};
+pub use tool::{HostPermission, ToolKind, ToolResult, ToolSchema, ToolUse};
 pub use usage::Usage;
 #[cfg(feature = "http")]
 pub mod http;

@@ -15,7 +15,12 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::{AgentHandle, AgentSpec, EnvironmentSpec, Error, Event, Outcome, SeenIds, ToolResult, ToolUse, TurnResult};
+use crate::model::{DataPlane, ModelConfig};
+use crate::thread::ThreadUpdate;
+use crate::{
+    AgentHandle, AgentSpec, EnvironmentSpec, Error, Event, Outcome, SeenIds, ToolResult, ToolSchema, ToolUse,
+    TurnResult,
+};
 
 /// The prompt sent at kickoff when the options name none.
 pub const DEFAULT_KICKOFF_PROMPT: &str = "Begin.";
@@ -30,6 +35,12 @@ pub struct Capabilities {
     pub budget: bool,
     /// Lets the session options choose the model per run.
     pub runtime_model: bool,
+    /// Lets the session options replace the agent's system prompt and custom tools per run
+    /// ([`SessionOptions::system_prompt`](crate::SessionOptions::system_prompt),
+    /// [`SessionOptions::tools`](crate::SessionOptions::tools)).
+    pub runtime_overrides: bool,
+    /// The wire a run's [`ModelConfig`] credential and destination apply to ([`DataPlane::None`]: they cannot).
+    pub data_plane: DataPlane,
     /// Accepts [`TurnInput::Interrupt`].
     pub interrupt: bool,
     /// Keeps the conversation client-side and reports it through [`Connection::transcript`].
@@ -39,7 +50,15 @@ pub struct Capabilities {
 impl Capabilities {
     /// No optional capability.
     pub const fn none() -> Self {
-        Self { outcomes: false, budget: false, runtime_model: false, interrupt: false, transcript: false }
+        Self {
+            outcomes: false,
+            budget: false,
+            runtime_model: false,
+            runtime_overrides: false,
+            data_plane: DataPlane::None,
+            interrupt: false,
+            transcript: false,
+        }
     }
 
     /// With the outcome capability.
@@ -57,6 +76,18 @@ impl Capabilities {
     /// With the runtime-model capability.
     pub const fn with_runtime_model(mut self) -> Self {
         self.runtime_model = true;
+        self
+    }
+
+    /// With the runtime-overrides capability.
+    pub const fn with_runtime_overrides(mut self) -> Self {
+        self.runtime_overrides = true;
+        self
+    }
+
+    /// With this data plane for a run's credential and destination.
+    pub const fn with_data_plane(mut self, data_plane: DataPlane) -> Self {
+        self.data_plane = data_plane;
         self
     }
 
@@ -100,6 +131,12 @@ pub enum TurnInput {
     Event(Event),
     /// Asks the loop host to stop the current turn (providers with the interrupt capability).
     Interrupt,
+    /// Asks the loop host to stop one thread of a multi-agent session, leaving the others running (providers
+    /// with the interrupt capability whose sessions have threads).
+    InterruptThread {
+        /// The thread to stop ([`Thread::thread_id`](crate::Thread::thread_id)).
+        thread_id: String,
+    },
 }
 
 /// What a session asks a provider to open.
@@ -117,8 +154,17 @@ pub struct OpenRequest {
     pub session_id: Option<String>,
     /// A client-held conversation to continue (providers with the transcript capability).
     pub history: Vec<Value>,
-    /// The model for this run (providers with the runtime-model capability).
-    pub model: Option<String>,
+    /// The run's model configuration: the model (providers with the runtime-model capability) and, on providers
+    /// with a [`DataPlane`], the credential and destination this run's requests use. Already checked against
+    /// the provider ([`ModelConfig::validate`], [`Provider::native_model`]).
+    pub model_config: ModelConfig,
+    /// The run's system prompt, replacing the agent's (providers with the runtime-overrides capability).
+    pub system: Option<String>,
+    /// The run's custom tools, replacing the agent's (providers with the runtime-overrides capability).
+    pub tools: Option<Vec<ToolSchema>>,
+    /// Whether the assistant's text should stream as it is generated, for hosts that only stream it on request
+    /// (Claude's `event_deltas`). Hosts that always stream ignore it.
+    pub live_text: bool,
     /// The session's turn limit per request, for providers that steer the model toward it (e.g. a final-turn
     /// directive).
     pub max_turns: Option<u32>,
@@ -135,7 +181,10 @@ impl std::fmt::Debug for OpenRequest {
             .field("environment_id", &self.environment_id)
             .field("session_id", &self.session_id)
             .field("history", &format_args!("[{} messages]", self.history.len()))
-            .field("model", &self.model)
+            .field("model_config", &self.model_config)
+            .field("system", &self.system.as_ref().map(|_| "<set>"))
+            .field("tools", &self.tools.as_ref().map(|tools| tools.iter().map(|t| &t.name).collect::<Vec<_>>()))
+            .field("live_text", &self.live_text)
             .field("max_turns", &self.max_turns)
             .field("metadata", &self.metadata.keys().collect::<Vec<_>>())
             .field("options", &self.options.keys().collect::<Vec<_>>())
@@ -144,6 +193,11 @@ impl std::fmt::Debug for OpenRequest {
 }
 
 impl OpenRequest {
+    /// The run's model, as given (a catalog id or a bare wire id).
+    pub fn model(&self) -> Option<&str> {
+        self.model_config.model.as_deref()
+    }
+
     /// A provider-specific string option.
     pub fn str_option(&self, key: &str) -> Option<&str> {
         self.options.get(key).and_then(Value::as_str)
@@ -250,6 +304,15 @@ pub trait StreamingConnection: Connection {
     /// turns never end would leave every session waiting until its timeout.
     fn is_turn_boundary(&self, event: &Event) -> bool;
 
+    /// The text the handler's synthetic text-delta event should carry for `event`, given what
+    /// [`Provider::text_delta`] read from it. The default passes `text` on. A connection whose host sends text
+    /// twice — live previews, then the finished message — keeps what it already showed here and returns only the
+    /// part not yet shown, so no text reaches the handler twice.
+    fn reconcile_text(&mut self, event: &Event, text: Option<String>) -> Option<String> {
+        let _ = event;
+        text
+    }
+
     /// Re-opens the event stream after a drop (or attaches to a resumed session) and recovers what was missed.
     /// `seen` holds the ids of the most recent events the session has; [`SeenIds::unseen`] picks the history
     /// events it lacks. Required: a loop host that cannot reconnect answers [`Error::Unsupported`], and the
@@ -333,6 +396,26 @@ pub trait Provider: Send + Sync {
         Capabilities::none()
     }
 
+    /// The wire a run's [`ModelConfig`] credential and destination apply to: by default what
+    /// [`Capabilities::data_plane`] says, so the two never disagree.
+    fn data_plane(&self) -> DataPlane {
+        self.capabilities().data_plane
+    }
+
+    /// The wire's model value for a model id (a catalog id `"provider:model_id"` or a bare wire id), or
+    /// [`Error::UnsupportedModel`] for an id this provider cannot serve. The session checks a run's model with it
+    /// before [`Provider::open`]; provisioning checks an agent's. Default: the id, as given.
+    fn native_model(&self, id: &str) -> Result<Value, Error> {
+        Ok(Value::String(id.to_string()))
+    }
+
+    /// The thread update one raw event stands for, on providers whose sessions run sub-agents in threads. The
+    /// session hands it to the handler as a synthetic event and folds it into the result.
+    fn thread_update(&self, event: &Event) -> Option<ThreadUpdate> {
+        let _ = event;
+        None
+    }
+
     /// Opens a session: creates one, or reattaches when `request.session_id` (or, for client-held providers,
     /// `request.history`) says so. Streaming providers open the event stream here and yield
     /// [`StreamItem::Connected`] once it is up.
@@ -384,6 +467,15 @@ macro_rules! forward_provider {
             }
             fn capabilities(&self) -> Capabilities {
                 (**self).capabilities()
+            }
+            fn data_plane(&self) -> DataPlane {
+                (**self).data_plane()
+            }
+            fn native_model(&self, id: &str) -> Result<Value, Error> {
+                (**self).native_model(id)
+            }
+            fn thread_update(&self, event: &Event) -> Option<ThreadUpdate> {
+                (**self).thread_update(event)
             }
             async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {
                 (**self).open(request).await

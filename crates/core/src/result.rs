@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Event, ToolUse, Usage};
+use crate::{Event, Thread, ThreadMessage, ThreadUpdate, ToolUse, Usage};
 
 /// How a turn ended, uniform across providers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -59,6 +59,11 @@ pub struct TurnResult {
     /// The turn's usage, when the wire reported any.
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// What the turn's events say about the threads of a multi-agent session, in event order (the same updates
+    /// [`Provider::thread_update`](crate::Provider::thread_update) reads from each event). The session folds
+    /// them into [`SessionResult::threads`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadUpdate>,
     /// The raw events the turn was derived from. The session loop keeps its own record of events and does not
     /// read this; it is there for callers of [`Provider::normalize`](crate::Provider::normalize).
     #[serde(default)]
@@ -75,6 +80,7 @@ impl TurnResult {
             custom_tool_uses: Vec::new(),
             server_tool_uses: Vec::new(),
             usage: None,
+            threads: Vec::new(),
             events: Vec::new(),
         }
     }
@@ -124,6 +130,13 @@ pub struct SessionResult {
     /// The provider's client-held conversation history (providers with the transcript capability), verbatim.
     #[serde(default)]
     pub transcript: Option<Vec<Value>>,
+    /// The threads of a multi-agent session this request saw, in first-seen order, each with its last status
+    /// (empty without sub-agents).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<Thread>,
+    /// The messages threads sent each other in this request — delegations and the sub-agents' reports — in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_messages: Vec<ThreadMessage>,
 }
 
 impl SessionResult {
@@ -144,6 +157,8 @@ impl SessionResult {
             events: Vec::new(),
             events_dropped: 0,
             transcript: None,
+            threads: Vec::new(),
+            thread_messages: Vec::new(),
         }
     }
 }
@@ -175,6 +190,13 @@ mod tests {
             events_dropped: 0,
             reconnects: 1,
             transcript: Some(vec![json!({"role": "user", "content": "hi"})]),
+            threads: vec![Thread::new("sthr_1")],
+            thread_messages: vec![ThreadMessage::new(
+                Some("sthr_1".into()),
+                crate::MessageDirection::Sent,
+                None,
+                "report",
+            )],
         };
         let back: SessionResult = serde_json::from_value(serde_json::to_value(&result).unwrap()).unwrap();
         assert_eq!(back, result);

@@ -101,22 +101,9 @@ impl AgentSpec {
         if self.system_prompt.trim().is_empty() {
             return invalid("the system prompt is empty".into());
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for tool in &self.tools {
-            let valid_name = (1..=64).contains(&tool.name.len())
-                && tool.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-            if !valid_name {
-                return invalid(format!("tool name `{}` is not [A-Za-z0-9_-]{{1,64}}", tool.name));
-            }
-            if !seen.insert(tool.name.as_str()) {
-                return invalid(format!("tool `{}` is defined twice", tool.name));
-            }
-            if !tool.input_schema.is_object() {
-                return invalid(format!("the input schema of tool `{}` is not an object", tool.name));
-            }
-        }
+        crate::tool::check_tools(&self.tools).or_else(invalid)?;
         if let Some(terminal) = &self.terminal_tool
-            && !seen.contains(terminal.as_str())
+            && !self.tools.iter().any(|tool| tool.name == *terminal)
         {
             return invalid(format!("the terminal tool `{terminal}` is not one of the agent's tools"));
         }

@@ -21,6 +21,32 @@ pub struct ToolUse {
     /// What answering this call means: running a custom tool, or confirming a host-side one.
     #[serde(default, skip_serializing_if = "ToolKind::is_custom")]
     pub kind: ToolKind,
+    /// The thread of a multi-agent session that made the call (`None`: the primary thread, or a provider without
+    /// threads). Its answer goes back to that thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// The loop host's own permission verdict on the call, when it reports one (Claude's `evaluated_permission`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_permission: Option<HostPermission>,
+}
+
+/// A loop host's own permission verdict on a tool call (for example under Claude's `auto` permission policy),
+/// for the permission hook and the approval request to see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HostPermission {
+    /// The verdict as the wire names it (Claude: `"allow"`, `"ask"` or `"deny"`).
+    pub verdict: String,
+    /// Why, when the host says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl HostPermission {
+    /// A verdict, with its reason when given.
+    pub fn new(verdict: impl Into<String>, reason: Option<String>) -> Self {
+        Self { verdict: verdict.into(), reason }
+    }
 }
 
 /// What the client owes the loop host for a [`ToolUse`] it waits on.
@@ -52,13 +78,44 @@ fn empty_object() -> Value {
 impl ToolUse {
     /// Builds a tool use; a non-object `input` is kept as given.
     pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
-        Self { id: id.into(), name: name.into(), input, kind: ToolKind::Custom }
+        Self { id: id.into(), name: name.into(), input, kind: ToolKind::Custom, thread_id: None, host_permission: None }
+    }
+
+    /// The same call, made by the thread `thread_id` of a multi-agent session.
+    pub fn in_thread(mut self, thread_id: impl Into<String>) -> Self {
+        self.thread_id = Some(thread_id.into());
+        self
+    }
+
+    /// The same call, with the loop host's permission verdict.
+    pub fn with_host_permission(mut self, permission: HostPermission) -> Self {
+        self.host_permission = Some(permission);
+        self
     }
 
     /// A host-side tool call waiting for the client's confirmation ([`ToolKind::Confirmation`]).
     pub fn confirmation(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
         Self { kind: ToolKind::Confirmation, ..Self::new(id, name, input) }
     }
+}
+
+/// Checks a list of custom tools: names are `[A-Za-z0-9_-]{1,64}` and unique, input schemas are objects.
+pub(crate) fn check_tools(tools: &[ToolSchema]) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for tool in tools {
+        let valid_name = (1..=64).contains(&tool.name.len())
+            && tool.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid_name {
+            return Err(format!("tool name `{}` is not [A-Za-z0-9_-]{{1,64}}", tool.name));
+        }
+        if !seen.insert(tool.name.as_str()) {
+            return Err(format!("tool `{}` is defined twice", tool.name));
+        }
+        if !tool.input_schema.is_object() {
+            return Err(format!("the input schema of tool `{}` is not an object", tool.name));
+        }
+    }
+    Ok(())
 }
 
 /// The result of one custom tool call, as sent back to the loop host.

@@ -153,7 +153,7 @@ impl HostBuilder {
             Some(holder) => holder,
             None => default_holder(),
         };
-        self.options.validate(self.provider.name(), self.provider.capabilities())?;
+        self.options.check(&*self.provider)?;
         Ok(Host::from_state(HostState {
             provider: self.provider,
             store: self.store,

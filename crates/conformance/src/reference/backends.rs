@@ -5,10 +5,14 @@ use managed_agents_core::Mode;
 
 use super::request_response::RequestResponseReference;
 use super::streaming::StreamingReference;
-use crate::backend::{Backend, BackendCapabilities, Harness, ProviderSettings};
+use crate::backend::{Backend, BackendCapabilities, Harness, ModelCatalog, ProviderSettings};
 use crate::fault_case::{FaultCase, FaultOutcome};
 use crate::player::Scripts;
 use crate::script::Script;
+
+/// The model ids the reference providers serve (bare, and the `reference:` catalog) and one they refuse.
+const REFERENCE_MODELS: ModelCatalog =
+    ModelCatalog::new(&[("reference:small", "small"), ("large", "large")], &["openai:gpt-4.1"]);
 
 /// Runs the suite against [`StreamingReference`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,6 +30,7 @@ impl Backend for StreamingReferenceBackend {
             .with_split_requires_action()
             .with_resume()
             .with_resume_pending()
+            .with_models(REFERENCE_MODELS)
             .with_faults(
                 &[FaultCase::StreamDrop, FaultCase::CleanClose, FaultCase::DuplicateEvents, FaultCase::Redelivery],
                 FaultOutcome::Recovers,
@@ -51,6 +56,7 @@ impl Backend for RequestResponseReferenceBackend {
             .with_duplicate_delivery()
             .with_resume()
             .with_resume_pending()
+            .with_models(REFERENCE_MODELS)
             .with_fault(FaultCase::DuplicateEvents, FaultOutcome::Recovers)
     }
 

@@ -31,10 +31,19 @@ macro_rules! reference_provider {
                 Self::CAPABILITIES
             }
 
+            /// Serves bare ids and the `reference:` catalog; the wire model is the id without its catalog.
+            fn native_model(&self, id: &str) -> Result<serde_json::Value, managed_agents_core::Error> {
+                $crate::reference::wire::native_model(Self::NAME, id)
+            }
+
             async fn open(
                 &self,
                 request: managed_agents_core::OpenRequest,
             ) -> Result<managed_agents_core::OpenConnection, managed_agents_core::Error> {
+                if let Some(model) = request.model() {
+                    let wire = self.native_model(model)?;
+                    self.world.lock().log.record_model(wire.as_str().unwrap_or_default());
+                }
                 self.connect(request)
             }
 

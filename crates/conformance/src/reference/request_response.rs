@@ -26,7 +26,7 @@ impl RequestResponseReference {
     pub const NAME: &'static str = "reference-request-response";
 
     /// What the provider supports.
-    pub const CAPABILITIES: Capabilities = Capabilities::none().with_transcript();
+    pub const CAPABILITIES: Capabilities = Capabilities::none().with_transcript().with_runtime_model();
 
     /// A provider playing `script`.
     pub fn new(script: Script) -> Self {

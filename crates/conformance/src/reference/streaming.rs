@@ -29,7 +29,7 @@ impl StreamingReference {
     pub const NAME: &'static str = "reference-streaming";
 
     /// What the provider supports.
-    pub const CAPABILITIES: Capabilities = Capabilities::none().with_outcomes().with_interrupt();
+    pub const CAPABILITIES: Capabilities = Capabilities::none().with_outcomes().with_interrupt().with_runtime_model();
 
     /// A provider playing `script`.
     pub fn new(script: Script) -> Self {

@@ -43,6 +43,15 @@ pub(crate) fn stop(id: &str, terminal: Terminal, reason: &str, call_ids: &[Strin
     event(json!({"type": "stop", "id": id, "terminal": terminal, "reason": reason, "call_ids": call_ids}))
 }
 
+/// The reference wire's model for `id`: bare ids and the `reference:` catalog, without the catalog; any other
+/// catalog is [`Error::UnsupportedModel`].
+pub(crate) fn native_model(provider: &str, id: &str) -> Result<Value, Error> {
+    match managed_agents_core::split_catalog_id(id) {
+        (None | Some("reference"), model) => Ok(Value::from(model)),
+        _ => Err(Error::unsupported_model(provider, id)),
+    }
+}
+
 /// Whether `event` ends a turn.
 pub fn is_turn_boundary(event: &Event) -> bool {
     event.kind() == Some("stop")

@@ -14,6 +14,8 @@
 //!   resume, transcripts (`split_requires_action_recovery` … `transcript_reattach`);
 //! * approvals — the permission hook, deferred calls, the tool ledger, confirmations (`approval_allow` …
 //!   `confirmation_default_defers`);
+//! * a run's model configuration — data planes, catalog ids, the runtime model, per-run destinations
+//!   (`model_config_refused_without_data_plane` … `per_run_destination_stays_apart`);
 //! * the fault matrix ([`crate::faults`]): `fault_<case>_live` and `fault_<case>_sync` for every
 //!   [`FaultCase`].
 
@@ -22,6 +24,7 @@ mod basic;
 mod faults;
 mod helpers;
 mod live;
+mod models;
 mod reconnect;
 mod requirements;
 mod verdict;

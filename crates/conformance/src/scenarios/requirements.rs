@@ -65,6 +65,29 @@ pub(super) fn needs_no_outcomes(c: &BackendCapabilities) -> Option<&'static str>
     c.provider.outcomes.then_some("the provider supports outcomes (see outcome_kickoff)")
 }
 
+pub(super) fn needs_no_data_plane(c: &BackendCapabilities) -> Option<&'static str> {
+    c.provider
+        .data_plane
+        .accepts_settings()
+        .then_some("the provider has a data plane (see per_run_destination_stays_apart)")
+}
+
+pub(super) fn needs_data_plane(c: &BackendCapabilities) -> Option<&'static str> {
+    (!c.provider.data_plane.accepts_settings())
+        .then_some("the provider has no data plane for a run's credential or destination")
+}
+
+pub(super) fn needs_refused_models(c: &BackendCapabilities) -> Option<&'static str> {
+    c.models.refused.is_empty().then_some("the backend declares no refused model id (BackendCapabilities::models)")
+}
+
+pub(super) fn needs_accepted_models(c: &BackendCapabilities) -> Option<&'static str> {
+    if !c.provider.runtime_model {
+        return Some("the provider cannot choose the model per run");
+    }
+    c.models.accepted.is_empty().then_some("the backend declares no accepted model id (BackendCapabilities::models)")
+}
+
 /// A fault case's scenarios need the backend to declare the case.
 pub(super) fn needs_fault(c: &BackendCapabilities, case: FaultCase) -> Option<&'static str> {
     match c.fault(case) {

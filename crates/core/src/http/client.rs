@@ -42,34 +42,6 @@ impl Replay {
 /// The body type of requests sent through [`HttpClient`].
 pub type RequestBody = Full<Bytes>;
 
-/// A secret (API key, token): its value never appears in `Debug` or `Display` output.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The value, for putting it on the wire.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
 /// An HTTP client for `http` and `https` URLs (rustls with the webpki roots), configured by [`HttpOptions`]:
 /// connect timeout, bounded idle pool, HTTP version. Cloning is cheap and shares the connection pool.
 #[derive(Clone)]

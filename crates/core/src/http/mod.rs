@@ -12,7 +12,7 @@ pub mod server;
 pub mod sse;
 
 pub use body::{MAX_EVENT_BYTES, SseBody, read_body};
-pub use client::{HttpClient, Replay, RequestBody, Secret, validate_base_url};
+pub use client::{HttpClient, Replay, RequestBody, validate_base_url};
 pub use retry::{retry_after, should_retry_header};
 pub use sse::{SseDecoder, SseFrame};
 

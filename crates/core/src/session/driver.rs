@@ -176,7 +176,11 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 OpenConnection::RequestResponse(_) => self.expect(Awaiting::Poll(input)),
             },
             Command::Forward(event) => {
-                forward(self.provider, &self.handler, &self.info, &event);
+                let stream = match &mut self.connection {
+                    OpenConnection::Streaming(connection) => Some(connection),
+                    OpenConnection::RequestResponse(_) => None,
+                };
+                forward(self.provider, stream, &self.handler, &self.info, &event);
                 Step::Continue
             }
             Command::Normalize(events) => match catch_unwind(AssertUnwindSafe(|| self.provider.normalize(&events))) {
@@ -298,14 +302,14 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 biased;
                 Some(event) = receiver.recv() => {
                     if let Some(event) = machine.live_event(event) {
-                        forward(*provider, handler, info, &event);
+                        forward(*provider, None, handler, info, &event);
                     }
                 }
                 outcome = &mut poll => {
                     // Events reported live just before the turn returned still go first.
                     while let Ok(event) = receiver.try_recv() {
                         if let Some(event) = machine.live_event(event) {
-                            forward(*provider, handler, info, &event);
+                            forward(*provider, None, handler, info, &event);
                         }
                     }
                     return Wake::Signal(match outcome {
@@ -448,17 +452,33 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
     }
 }
 
-/// Hands `event` (and its text delta, if any) to the handler; a panic there is logged, not fatal.
-fn forward<P: Provider + ?Sized>(provider: &P, handler: &Arc<dyn Handler>, info: &SessionInfo, event: &Event) {
+/// Hands `event` to the handler, then the synthetic events it stands for: its text delta (reconciled by a
+/// streaming connection, which may have shown part of it already) and its thread update. A panic in any of these
+/// is logged, not fatal.
+fn forward<P: Provider + ?Sized>(
+    provider: &P,
+    stream: Option<&mut Box<dyn StreamingConnection>>,
+    handler: &Arc<dyn Handler>,
+    info: &SessionInfo,
+    event: &Event,
+) {
     let observed = catch_unwind(AssertUnwindSafe(|| {
-        let delta = provider.text_delta(event).filter(|text| !text.is_empty()).map(Event::text_delta);
+        let mut text = provider.text_delta(event);
+        if let Some(stream) = stream {
+            text = stream.reconcile_text(event, text);
+        }
+        let delta = text.filter(|text| !text.is_empty()).map(Event::text_delta);
+        let thread = provider.thread_update(event).map(|update| Event::thread_update(&update));
         handler.handle_event(event, info);
-        if let Some(delta) = &delta {
-            handler.handle_event(delta, info);
+        for synthetic in delta.iter().chain(thread.iter()) {
+            handler.handle_event(synthetic, info);
         }
     }));
     if observed.is_err() {
-        tracing::warn!(event.kind = event.kind().unwrap_or("?"), "text_delta or the handler's event callback panicked");
+        tracing::warn!(
+            event.kind = event.kind().unwrap_or("?"),
+            "text_delta, thread_update or the handler's event callback panicked"
+        );
     }
 }
 

@@ -63,6 +63,8 @@ pub(crate) enum HandleCommand {
     SendEvent(Event, Reply),
     /// Stop the current turn ([`SessionHandle::interrupt`]).
     Interrupt(Reply),
+    /// Stop one thread of a multi-agent session ([`SessionHandle::interrupt_thread`]).
+    InterruptThread(String, Reply),
     /// The answer to the deferred call with this id ([`SessionHandle::approve`], [`SessionHandle::deny`]).
     Decide(String, Decision, Reply),
 }
@@ -73,6 +75,7 @@ impl std::fmt::Debug for HandleCommand {
             Self::Message(_) => "Message",
             Self::SendEvent(..) => "SendEvent",
             Self::Interrupt(_) => "Interrupt",
+            Self::InterruptThread(..) => "InterruptThread",
             Self::Decide(..) => "Decide",
         })
     }
@@ -158,6 +161,14 @@ impl SessionHandle {
     /// Asks the loop host to stop the current turn (providers with the interrupt capability).
     pub async fn interrupt(&self) -> Result<(), Error> {
         self.ask(HandleCommand::Interrupt).await
+    }
+
+    /// Asks the loop host to stop one thread of a multi-agent session
+    /// ([`SessionResult::threads`](crate::SessionResult::threads) names them), leaving the others running
+    /// (providers with the interrupt capability).
+    pub async fn interrupt_thread(&self, thread_id: impl Into<String>) -> Result<(), Error> {
+        let thread_id = thread_id.into();
+        self.ask(|reply| HandleCommand::InterruptThread(thread_id, reply)).await
     }
 
     /// Allows the deferred tool call `tool_use_id` (announced by [`Notification::ApprovalRequested`]): a custom

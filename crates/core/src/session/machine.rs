@@ -13,8 +13,8 @@ use super::options::{GuardContext, GuardDecision, SessionOptions, TurnGuard};
 use super::retention::{EventRetention, Retained};
 use crate::approval::ApprovalRequest;
 use crate::{
-    DEFAULT_KICKOFF_PROMPT, Error, Event, Mode, Outcome, SeenIds, SessionResult, Terminal, TerminalReason, ToolResult,
-    ToolUse, TurnInput, TurnResult, Usage,
+    DEFAULT_KICKOFF_PROMPT, Error, Event, Mode, Outcome, SeenIds, SessionResult, Terminal, TerminalReason, Thread,
+    ThreadMessage, ToolResult, ToolUse, TurnInput, TurnResult, Usage,
 };
 
 /// The text of the re-prompt sent when the model ended its turn without calling the terminal tool.
@@ -249,6 +249,8 @@ struct Request {
     last_stop_reason: Option<Value>,
     last_text: String,
     reconnects: u32,
+    threads: Vec<Thread>,
+    thread_messages: Vec<ThreadMessage>,
 }
 
 impl Request {
@@ -514,6 +516,9 @@ impl Machine {
         request.last_terminal = Some(turn.terminal);
         request.last_stop_reason = turn.stop_reason.clone();
         request.last_text = turn.text.clone();
+        for update in &turn.threads {
+            crate::thread::fold(&mut request.threads, &mut request.thread_messages, update);
+        }
 
         if let Some(reason) = self.check_guard() {
             let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::HaltedByGuard));
@@ -891,6 +896,8 @@ impl Machine {
             events_dropped: request.events.dropped(),
             reconnects: request.reconnects,
             transcript: None,
+            threads: request.threads.clone(),
+            thread_messages: request.thread_messages.clone(),
         }
     }
 }

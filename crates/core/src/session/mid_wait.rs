@@ -89,6 +89,9 @@ impl MidWaitAnswers {
             HandleCommand::Interrupt(reply) => {
                 self.push_or_refuse(TurnInput::Interrupt, "interrupt", self.interrupt, reply, wait)
             }
+            HandleCommand::InterruptThread(thread_id, reply) => {
+                self.push_or_refuse(TurnInput::InterruptThread { thread_id }, "interrupt", self.interrupt, reply, wait)
+            }
             HandleCommand::Decide(tool_use_id, decision, reply) => {
                 // A deferred call waits inside its running batch, whatever else the driver waits on; the desk is the
                 // one place that knows.

@@ -64,7 +64,7 @@ impl Session {
         handler: impl Handler,
         options: SessionOptions,
     ) -> Result<SessionResult, Error> {
-        options.validate(provider.name(), provider.capabilities())?;
+        options.check(provider)?;
         let span = invoke_agent_span(provider.name());
         async move {
             // A timeout too long for the clock to represent (`Duration::MAX`, say) is no deadline at all.
@@ -99,7 +99,7 @@ impl Session {
         handler: impl Handler,
         options: SessionOptions,
     ) -> Result<SessionHandle, Error> {
-        options.validate(provider.name(), provider.capabilities())?;
+        options.check(&*provider)?;
         let span = invoke_agent_span(provider.name());
         let connection = match CatchUnwind::new(provider.open(options.open_request())).instrument(span.clone()).await {
             Ok(connection) => connection?,

@@ -10,7 +10,9 @@ use super::retention::EventRetention;
 use crate::ReconnectPolicy;
 use crate::approval::{DefaultPermission, Permission};
 use crate::ledger::ToolLedger;
-use crate::{AgentHandle, Capabilities, EnvironmentHandle, Error, OpenRequest, Outcome, Usage};
+use crate::{
+    AgentHandle, Capabilities, EnvironmentHandle, Error, ModelConfig, OpenRequest, Outcome, Provider, ToolSchema, Usage,
+};
 
 /// The default timeout of a synchronous run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -289,10 +291,47 @@ impl SessionOptions {
         self
     }
 
-    /// The model for this run (providers with the runtime-model capability).
+    /// The model for this run (providers with the runtime-model capability): a catalog id
+    /// (`"anthropic:claude-sonnet-4-6"`) or a bare wire id. Shorthand for the model of
+    /// [`SessionOptions::model_config`].
     pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.open.model = Some(model.into());
+        self.open.model_config.model = Some(model.into());
         self
+    }
+
+    /// The run's model configuration: model, and — on providers with a [`DataPlane`](crate::DataPlane) — the
+    /// credential and destination this run's requests use instead of the provider's own (other sessions are not
+    /// affected). A credential on a provider without a data plane fails before anything is sent.
+    pub fn model_config(mut self, config: ModelConfig) -> Self {
+        self.open.model_config = config;
+        self
+    }
+
+    /// The run's system prompt, replacing the agent's (providers with the runtime-overrides capability).
+    pub fn system_prompt(mut self, system: impl Into<String>) -> Self {
+        self.open.system = Some(system.into());
+        self
+    }
+
+    /// The run's custom tools, replacing the agent's (providers with the runtime-overrides capability). The
+    /// handler must answer them.
+    pub fn tools(mut self, tools: Vec<ToolSchema>) -> Self {
+        self.open.tools = Some(tools);
+        self
+    }
+
+    /// Streams the assistant's text as it is generated, as synthetic text-delta events, on hosts that send it
+    /// only on request (Claude's live previews); [`SessionResult::text`](crate::SessionResult::text) still
+    /// holds only finished messages, and no text reaches the handler twice. Off by default; hosts that always
+    /// stream (Local, AgentCore) stream either way.
+    pub fn live_text(mut self, live: bool) -> Self {
+        self.open.live_text = live;
+        self
+    }
+
+    /// The run's model configuration so far.
+    pub fn model_config_ref(&self) -> &ModelConfig {
+        &self.open.model_config
     }
 
     /// Metadata handed to handlers in [`SessionInfo`](crate::SessionInfo) and to the provider.
@@ -341,11 +380,36 @@ impl SessionOptions {
                 return Err(Error::outcome_unsupported(provider));
             }
         }
-        if self.open.model.is_some() && !capabilities.runtime_model {
+        if self.open.model_config.model.is_some() && !capabilities.runtime_model {
             return Err(Error::invalid_option(
                 "model",
                 format!("provider `{provider}` cannot choose the model per run"),
             ));
+        }
+        self.open.model_config.validate(provider, capabilities.data_plane)?;
+        for (option, set) in [("system_prompt", self.open.system.is_some()), ("tools", self.open.tools.is_some())] {
+            if set && !capabilities.runtime_overrides {
+                return Err(Error::invalid_option(
+                    option,
+                    format!("provider `{provider}` cannot override the agent's {option} per run"),
+                ));
+            }
+        }
+        if let Some(tools) = &self.open.tools {
+            crate::tool::check_tools(tools).map_err(|reason| Error::invalid_option("tools", reason))?;
+        }
+        Ok(())
+    }
+
+    /// Checks every option against `provider` itself, before anything is opened: [`SessionOptions::validate`]
+    /// with its capabilities and data plane, and the run's model through
+    /// [`Provider::native_model`](crate::Provider::native_model) (a catalog the provider cannot serve is
+    /// [`Error::UnsupportedModel`]).
+    pub fn check<P: Provider + ?Sized>(&self, provider: &P) -> Result<(), Error> {
+        let capabilities = provider.capabilities().with_data_plane(provider.data_plane());
+        self.validate(provider.name(), capabilities)?;
+        if let Some(model) = &self.open.model_config.model {
+            provider.native_model(model)?;
         }
         Ok(())
     }

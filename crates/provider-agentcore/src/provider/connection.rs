@@ -44,7 +44,7 @@ impl Overrides {
             }
         };
         Ok(Self {
-            model: request.model.clone(),
+            model: request.model().map(str::to_string),
             timeout_seconds: integer("timeout_seconds")?,
             max_iterations: integer("max_iterations")?,
             max_tokens: integer("max_tokens")?,

@@ -6,7 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use managed_agents_core::http::{HeaderValue, Secret, validate_base_url};
+use managed_agents_core::Secret;
+use managed_agents_core::http::{HeaderValue, validate_base_url};
 use managed_agents_core::provision::{MemoryStore, ProvisionStore};
 use managed_agents_core::{Error, HttpOptions, HttpSettings, RetryPolicy, env_var};
 

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use managed_agents_core::http::{
-    Bytes, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, Secret, read_body,
+    Bytes, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, read_body,
 };
-use managed_agents_core::{Error, HttpSettings};
+use managed_agents_core::{Error, HttpSettings, Secret};
 use serde_json::{Value, json};
 
 use crate::wire::excerpt;

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use managed_agents_core::http::Secret;
+use managed_agents_core::Secret;
 use managed_agents_core::{AgentSpec, Error, HttpOptions, HttpSettings, RetryPolicy, ToolSchema, env_var};
 
 use crate::provider::guards::GuardSettings;

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use managed_agents_core::http::Secret;
+use managed_agents_core::Secret;
 use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, EnvironmentSpec, Error, Event, OpenConnection, OpenRequest, Provider,
     TurnResult,
@@ -141,7 +141,7 @@ impl Provider for Local {
         }
         Ok(OpenConnection::RequestResponse(Box::new(LocalConnection {
             chat,
-            model: request.model.unwrap_or_else(|| settings.model.clone()),
+            model: request.model_config.model.unwrap_or_else(|| settings.model.clone()),
             stream: settings.stream,
             guards_settings: guards,
             tools,

@@ -4,10 +4,9 @@ use std::fmt;
 
 use async_trait::async_trait;
 use managed_agents_core::http::{
-    Bytes, HeaderName, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Secret, SseBody,
-    read_body,
+    Bytes, HeaderName, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, SseBody, read_body,
 };
-use managed_agents_core::{Error, HttpSettings, LiveEvents};
+use managed_agents_core::{Error, HttpSettings, LiveEvents, Secret};
 use serde_json::{Value, json};
 
 use crate::wire::assemble::ChunkAssembler;
