@@ -4,12 +4,10 @@
 //! and delete; provisioning puts every provider its [`ProvisionSettings`](super::ProvisionSettings) lists before
 //! it creates the harness.
 //!
-//! The key is an [`ApiKey`]: no `Debug`, `Display` or log line of this crate prints it.
+//! The key is a [`Secret`]: no `Debug`, `Display` or log line of this crate prints it.
 
-use std::fmt;
-
-use aws_sdk_bedrockagentcorecontrol::types::Secret;
-use managed_agents_core::Error;
+use aws_sdk_bedrockagentcorecontrol::types::Secret as SecretReference;
+use managed_agents_core::{Error, Secret};
 
 use super::call::{Call, ControlFailure, Wait, WaitBudget, bounded, control_failure};
 use crate::provider::agentcore::BedrockAgentCore;
@@ -20,59 +18,19 @@ const RESOURCE: &str = "credential provider";
 /// The longest credential provider name.
 pub const MAX_CREDENTIAL_PROVIDER_NAME_LEN: usize = 128;
 
-/// An API key. It is sent to the token vault and nowhere else: `Debug` and `Display` show `<redacted>`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    /// The key, for the request that stores it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl From<String> for ApiKey {
-    fn from(key: String) -> Self {
-        Self(key)
-    }
-}
-
-impl From<&str> for ApiKey {
-    fn from(key: &str) -> Self {
-        Self(key.to_string())
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
 /// An API-key credential provider to store in the token vault: its name (unique in the account) and its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ApiKeyCredentialProvider {
     /// The provider's name: 1 to 128 characters, letters, digits, `-` and `_`.
     pub name: String,
-    /// The key.
-    pub api_key: ApiKey,
+    /// The key (sent to the token vault and nowhere else).
+    pub api_key: Secret,
 }
 
 impl ApiKeyCredentialProvider {
     /// A provider named `name` holding `api_key`.
-    pub fn new(name: impl Into<String>, api_key: impl Into<ApiKey>) -> Self {
+    pub fn new(name: impl Into<String>, api_key: impl Into<Secret>) -> Self {
         Self { name: name.into(), api_key: api_key.into() }
     }
 
@@ -113,7 +71,7 @@ pub struct CredentialProvider {
 }
 
 impl CredentialProvider {
-    fn from_parts(name: &str, arn: &str, secret: Option<&Secret>) -> Result<Self, Error> {
+    fn from_parts(name: &str, arn: &str, secret: Option<&SecretReference>) -> Result<Self, Error> {
         if name.is_empty() || arn.is_empty() {
             return Err(Error::malformed("credential provider response", "no name or ARN", ""));
         }

@@ -32,15 +32,16 @@
 //! [`BedrockAgentCore::provision_harness`](crate::BedrockAgentCore::provision_harness) for the details of what
 //! happened.
 //!
-//! API-key credential providers of the token vault ([`ApiKeyCredentialProvider`], keys redacted as [`ApiKey`])
-//! are created, put, read and deleted by the methods of [`BedrockAgentCore`](crate::BedrockAgentCore), and put by
-//! provisioning itself when [`ProvisionSettings::credential_providers`] lists them.
+//! API-key credential providers of the token vault ([`ApiKeyCredentialProvider`], its key a
+//! [`Secret`](managed_agents_core::Secret)) are created, put, read and deleted by the methods of
+//! [`BedrockAgentCore`](crate::BedrockAgentCore), and put by provisioning itself when
+//! [`ProvisionSettings::credential_providers`] lists them.
 //!
-//! The files: `settings` (the knobs), `credentials` (the token vault's API-key credential providers), `naming` (names, ids, tokens, the endpoint name rule), `status` (what a
-//! status means), `request` (the `CreateHarness` body of a spec), `call` (one call's budget and bounded
-//! requests), `wait` (its status polls), `listing` (its listing), `member` (whether an answer named a member at
-//! all, which the SDK does not tell), `rollback` (deleting what it created when it cannot finish) and `lifecycle`
-//! (provision, teardown, list).
+//! The files: `settings` (the knobs), `credentials` (the token vault's API-key credential providers), `naming`
+//! (names, ids, tokens, the endpoint name rule), `status` (what a status means), `request` (the `CreateHarness`
+//! body of a spec), `call` (one call's budget and bounded requests), `wait` (its status polls), `listing` (its
+//! listing), `member` (whether an answer named a member at all, which the SDK does not tell), `rollback`
+//! (deleting what it created when it cannot finish) and `lifecycle` (provision, teardown, list).
 //!
 //! After a `ConflictException`, the listing must be able to name the holder: a page without its `harnesses`
 //! member (which the SDK reads as an empty list) is [`Error::Malformed`] at once, while a valid empty listing
@@ -60,7 +61,7 @@ pub(crate) mod settings;
 mod status;
 mod wait;
 
-pub use credentials::{ApiKey, ApiKeyCredentialProvider, CredentialProvider, MAX_CREDENTIAL_PROVIDER_NAME_LEN, Stored};
+pub use credentials::{ApiKeyCredentialProvider, CredentialProvider, MAX_CREDENTIAL_PROVIDER_NAME_LEN, Stored};
 pub use lifecycle::{Provenance, ProvisionedHarness};
 pub use naming::{DEFAULT_ENDPOINT_NAME, MAX_ENDPOINT_NAME_LEN};
 pub use settings::{
