@@ -17,7 +17,7 @@ use super::control::{ControlOptions, ControlRequest, EXECUTION_ROLE_ARN, Emulate
 use super::endpoints::EmulatedEndpoint;
 use super::options::EmulatorOptions;
 use super::routes::{is_control, route};
-use super::sessions::{HARNESS_ARN, INVOKE_PATH, SESSION_HEADER};
+use super::sessions::{HARNESS_ARN, INVOKE_PATH, SESSION_HEADER, USER_HEADER};
 use super::state::State;
 use super::vault::EmulatedCredentialProvider;
 use crate::provider::agentcore::BedrockAgentCore;
@@ -39,6 +39,9 @@ pub struct InvokeRequest {
     pub signed: bool,
     /// The JSON body.
     pub body: Value,
+    /// The invocation's overrides: every member of the body but `messages` (`model`, `systemPrompt`, `tools`,
+    /// `allowedTools`, `maxTokens`, `actorId` …), and the `runtimeUserId` header as `runtimeUserId`.
+    pub overrides: Value,
 }
 
 /// The emulator: the scaffold's server with the emulator's state and request log. Dropping it stops the server.
@@ -310,11 +313,20 @@ impl AgentCoreEmulator {
         let invokes = self.server.requests().into_iter();
         let invokes = invokes.filter(|r| r.method == Method::POST && r.uri.path() == INVOKE_PATH);
         invokes
-            .map(|r| InvokeRequest {
-                path: r.uri.to_string(),
-                session_id: r.header(SESSION_HEADER).map(str::to_string),
-                signed: r.header("authorization").is_some_and(|v| v.starts_with("AWS4-HMAC-SHA256")),
-                body: r.json(),
+            .map(|r| {
+                let body = r.json();
+                let mut overrides = body.as_object().cloned().unwrap_or_default();
+                overrides.remove("messages");
+                if let Some(user) = r.header(USER_HEADER) {
+                    overrides.insert("runtimeUserId".into(), Value::String(user.to_string()));
+                }
+                InvokeRequest {
+                    path: r.uri.to_string(),
+                    session_id: r.header(SESSION_HEADER).map(str::to_string),
+                    signed: r.header("authorization").is_some_and(|v| v.starts_with("AWS4-HMAC-SHA256")),
+                    body,
+                    overrides: Value::Object(overrides),
+                }
             })
             .collect()
     }

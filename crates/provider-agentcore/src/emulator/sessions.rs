@@ -17,6 +17,9 @@ use crate::provider::session_id::validate_session_id;
 /// The session-id header.
 pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
 
+/// The runtime user-id header.
+pub(super) const USER_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-user-id";
+
 /// The harness ARN the emulator answers for: it follows the service's pattern
 /// (`arn:<partition>:bedrock-agentcore:<region>:<12 digits>:harness/<name>-<10 alphanumerics>`).
 pub const HARNESS_ARN: &str = "arn:aws:bedrock-agentcore:us-east-1:123456789012:harness/emulated_harness-EMU0123456";
@@ -45,6 +48,9 @@ pub(super) fn invoke(state: Shared<State>, request: &ReceivedRequest) -> Respons
         && let Err(why) = guard.control.invokable(&harness_arn, qualifier.as_deref())
     {
         return aws_error(404, &why);
+    }
+    if let Some(model) = wire_model(&body) {
+        guard.log.record_model(model);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let input = match decode_input(&messages, guard.sessions.contains(&session_id)) {
@@ -97,6 +103,11 @@ pub(super) fn invoke(state: Shared<State>, request: &ReceivedRequest) -> Respons
         state.player.served(&session_id) == number && commit_turn(&mut state, &session_id, input, &turn)
     });
     streamed(delivery, CONTENT_TYPE, None, pacing.claim(Some(claim)))
+}
+
+/// The model id an invocation's `model` override names, whichever alternative of the union it is.
+fn wire_model(body: &Value) -> Option<&str> {
+    body["model"].as_object()?.values().next()?.get("modelId")?.as_str()
 }
 
 /// Checks that a resume echoes the reasoning the previous call streamed: the same blocks, in order, before
