@@ -146,18 +146,41 @@ fn summary(harness: &EmulatedHarness) -> Value {
     })
 }
 
+/// The model a harness created without one reports (the service picks one; the emulator names this one).
+const DEFAULT_MODEL: &str = "anthropic.claude-sonnet-4";
+
+/// A harness as `CreateHarness` / `GetHarness` answer it: what its create asked for, and the service's defaults
+/// for every other member the service model requires.
 fn detail(entry: &Entry) -> Value {
+    let body = &entry.body;
     let mut value = summary(&entry.harness);
-    value["executionRoleArn"] = entry.body.get("executionRoleArn").cloned().unwrap_or(json!(EXECUTION_ROLE_ARN));
-    for key in ["model", "systemPrompt", "tools", "environment"] {
-        if let Some(member) = entry.body.get(key) {
-            value[key] = member.clone();
-        }
+    value["executionRoleArn"] = body.get("executionRoleArn").cloned().unwrap_or(json!(EXECUTION_ROLE_ARN));
+    value["model"] = body.get("model").cloned().unwrap_or(json!({"bedrockModelConfig": {"modelId": DEFAULT_MODEL}}));
+    for key in ["systemPrompt", "tools", "skills", "allowedTools"] {
+        value[key] = body.get(key).cloned().unwrap_or(json!([]));
     }
+    value["truncation"] = body.get("truncation").cloned().unwrap_or(json!({"strategy": "sliding_window"}));
+    value["environment"] = environment(&entry.harness, body.get("environment"));
     if let Some(reason) = entry.progress.failure_reason(&entry.harness.status) {
         value["failureReason"] = json!(reason);
     }
     json!({"harness": value})
+}
+
+/// The runtime environment a harness reports: what its create asked for, on the runtime made for it.
+fn environment(harness: &EmulatedHarness, asked: Option<&Value>) -> Value {
+    let mut runtime = json!({
+        "agentRuntimeArn": format!("arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/{}", harness.id),
+        "agentRuntimeName": harness.name,
+        "agentRuntimeId": harness.id,
+        "lifecycleConfiguration": {"idleRuntimeSessionTimeout": 900, "maxLifetime": 28800},
+        "networkConfiguration": {"networkMode": "PUBLIC"},
+    });
+    let asked = asked.and_then(|e| e.get("agentCoreRuntimeEnvironment")).and_then(Value::as_object);
+    for (key, member) in asked.into_iter().flatten() {
+        runtime[key] = member.clone();
+    }
+    json!({"agentCoreRuntimeEnvironment": runtime})
 }
 
 fn valid_name(name: &str) -> bool {
