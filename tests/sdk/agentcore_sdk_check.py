@@ -14,12 +14,19 @@ runtime session id, the assistant turn echoed (reasoning blocks with their signa
 the `toolUse` block) followed by a user message with the `toolResult`. A third call, on a fresh session after
 the script is spent, must fail in-stream with a `validationException` (boto3 raises `EventStreamError`).
 
+Then boto3's `bedrock-agentcore-control` client drives the emulated control plane, every answer checked against
+the model the same way: a harness is created and polled until READY; invoking it before its DEFAULT endpoint is
+READY is refused (ResourceNotFoundException); the endpoint is polled (GetHarnessEndpoint) until READY, another
+endpoint is created, listed and deleted. The token vault's API-key credential provider is created (its ARN in
+the service's pattern), read, updated, listed and deleted, after which reading it is ResourceNotFoundException.
+
 Exits 0 when every check held, 1 with a message otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import traceback
 import uuid
@@ -30,6 +37,13 @@ from botocore.exceptions import ClientError, EventStreamError
 from botocore.model import Shape
 
 PROMPT = "What is the weather in Oslo?"
+ROLE = "arn:aws:iam::123456789012:role/EmulatedHarnessRole"
+# The service model's pattern of an API-key credential provider ARN.
+PROVIDER_ARN = re.compile(
+    r"arn:(aws|aws-us-gov):acps:[A-Za-z0-9-]{1,64}:[0-9]{12}:token-vault/[a-zA-Z0-9-.]+/apikeycredentialprovider/[a-zA-Z0-9-.]+"
+)
+# Polls of a status before giving up: the emulator moves a status on polls, not on time.
+MAX_POLLS = 10
 TOOL = "get_weather"
 TOOL_RESULT = "sunny, 21 °C"
 FINAL_TEXT = "It is sunny in Oslo."
@@ -182,14 +196,100 @@ def invoke(client: Any, arn: str, session_id: str, messages: list[dict[str, Any]
     return call
 
 
-def run(base_url: str, arn: str) -> None:
-    client = boto3.client(
-        "bedrock-agentcore",
+def client_of(service: str, base_url: str) -> Any:
+    return boto3.client(
+        service,
         endpoint_url=base_url,
         region_name="us-east-1",
         aws_access_key_id="test",
         aws_secret_access_key="test",
     )
+
+
+def call(client: Any, operation: str, **arguments: Any) -> dict[str, Any]:
+    """Calls `operation` (its Python name) and checks the answer against the operation's output shape."""
+    response = getattr(client, operation)(**arguments)
+    model = client.meta.service_model
+    name = client.meta.method_to_api_mapping[operation]
+    output = model.operation_model(name).output_shape
+    body = {key: value for key, value in response.items() if key != "ResponseMetadata"}
+    if output is not None:
+        check_shape(body, output, name)
+    return body
+
+
+def expect_not_found(thunk: Any, where: str) -> None:
+    try:
+        thunk()
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code")
+        expect(code == "ResourceNotFoundException", f"{where}: error code {code!r}")
+        return
+    raise CheckFailed(f"{where}: expected ResourceNotFoundException")
+
+
+def poll_until_ready(read: Any, where: str) -> int:
+    """Reads a status until READY; the number of reads."""
+    for number in range(1, MAX_POLLS + 1):
+        status = read()
+        if status == "READY":
+            return number
+        expect(status == "CREATING", f"{where}: status {status!r}")
+    raise CheckFailed(f"{where}: not READY after {MAX_POLLS} polls")
+
+
+def run_control(base_url: str) -> None:
+    control = client_of("bedrock-agentcore-control", base_url)
+    data = client_of("bedrock-agentcore", base_url)
+    created = call(control, "create_harness", harnessName="sdk_check_harness", executionRoleArn=ROLE,
+                   model={"bedrockModelConfig": {"modelId": "anthropic.claude-sonnet-4"}})
+    harness = created["harness"]
+    harness_id, harness_arn = harness["harnessId"], harness["arn"]
+    polls = poll_until_ready(lambda: call(control, "get_harness", harnessId=harness_id)["harness"]["status"],
+                             "get_harness")
+
+    # READY, but its endpoint is not yet: an invocation through it is refused.
+    kickoff = [{"role": "user", "content": [{"text": PROMPT}]}]
+    expect_not_found(lambda: data.invoke_harness(harnessArn=harness_arn, runtimeSessionId=f"sdk-check-{uuid.uuid4().hex}",
+                                                 messages=kickoff), "invoke before the endpoint is READY")
+
+    def endpoint_status() -> str:
+        endpoint = call(control, "get_harness_endpoint", harnessId=harness_id, endpointName="DEFAULT")["endpoint"]
+        expect(endpoint["endpointName"] == "DEFAULT" and endpoint["harnessId"] == harness_id,
+               f"get_harness_endpoint: {endpoint!r}")
+        return endpoint["status"]
+
+    endpoint_polls = poll_until_ready(endpoint_status, "get_harness_endpoint")
+    expect(endpoint_polls >= 2, "the DEFAULT endpoint was READY at once; the emulator plays CREATING first")
+    expect_not_found(lambda: control.get_harness_endpoint(harnessId=harness_id, endpointName="canary_missing"),
+                     "get_harness_endpoint of an endpoint no one created")
+    canary = call(control, "create_harness_endpoint", harnessId=harness_id, endpointName="canary")["endpoint"]
+    expect(canary["status"] == "CREATING", f"create_harness_endpoint: {canary!r}")
+    names = [e["endpointName"] for e in call(control, "list_harness_endpoints", harnessId=harness_id)["endpoints"]]
+    expect(names == ["DEFAULT", "canary"], f"list_harness_endpoints: {names!r}")
+    deleting = call(control, "delete_harness_endpoint", harnessId=harness_id, endpointName="canary")["endpoint"]
+    expect(deleting["status"] == "DELETING", f"delete_harness_endpoint: {deleting!r}")
+
+    provider = call(control, "create_api_key_credential_provider", name="sdk-check-gateway", apiKey="vk-sdk-check")
+    expect(PROVIDER_ARN.fullmatch(provider["credentialProviderArn"]) is not None,
+           f"credential provider ARN {provider['credentialProviderArn']!r}")
+    read = call(control, "get_api_key_credential_provider", name="sdk-check-gateway")
+    expect(read["credentialProviderArn"] == provider["credentialProviderArn"], f"get: {read!r}")
+    expect("apiKey" not in read, "the key is never read back")
+    call(control, "update_api_key_credential_provider", name="sdk-check-gateway", apiKey="vk-sdk-check-rotated")
+    listed = call(control, "list_api_key_credential_providers")["credentialProviders"]
+    expect([p["name"] for p in listed] == ["sdk-check-gateway"], f"list: {listed!r}")
+    deleted = control.delete_api_key_credential_provider(name="sdk-check-gateway")
+    status = deleted["ResponseMetadata"]["HTTPStatusCode"]
+    expect(status == 204, f"delete_api_key_credential_provider: HTTP {status}")
+    expect_not_found(lambda: control.get_api_key_credential_provider(name="sdk-check-gateway"),
+                     "get_api_key_credential_provider after the delete")
+    print(f"ok: harness READY after {polls} polls, its DEFAULT endpoint after {endpoint_polls}; "
+          "endpoints and the credential provider checked against botocore's model")
+
+
+def run(base_url: str, arn: str) -> None:
+    client = client_of("bedrock-agentcore", base_url)
     session_id = f"sdk-check-{uuid.uuid4().hex}"
     kickoff = [{"role": "user", "content": [{"text": PROMPT}]}]
     first = invoke(client, arn, session_id, kickoff, "call 1")
@@ -238,6 +338,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         run(argv[1], argv[2])
+        run_control(argv[1])
     except CheckFailed as failure:
         print(f"FAILED: {failure}", file=sys.stderr)
         return 1

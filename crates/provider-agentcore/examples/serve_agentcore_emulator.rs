@@ -9,7 +9,8 @@
 //! reaches end of file. The script: one turn calling the custom tool `get_weather` with `{"city": "Oslo"}`, then
 //! one turn of text ("It is sunny in Oslo."). Every call also streams reasoning (text with a signature, and
 //! redacted bytes), a server-side tool call with its result, and usage with prompt-cache tokens; a resume must
-//! echo the reasoning and the call before sending the tool result.
+//! echo the reasoning and the call before sending the tool result. The control plane (harnesses, their endpoints,
+//! the token vault's credential providers) is served at the same address, with the emulator's default statuses.
 
 use std::io::{self, Write};
 

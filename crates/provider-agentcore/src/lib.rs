@@ -20,8 +20,9 @@
 //!     received them holds, so such calls can be answered only by the session that received them.
 //! * [`provision`]: the harness lifecycle on the control plane (`aws-sdk-bedrockagentcorecontrol`):
 //!   `Provider::provision` creates (or adopts) the content-addressed harness of an `AgentSpec` and waits until it
-//!   is `READY` under one wall-clock budget ([`ProvisionSettings`]); `Provider::teardown` deletes it and waits
-//!   until it is gone. The handle's `agent_id` is the harness ARN a session runs on.
+//!   and the endpoint its sessions invoke are `READY`, under one wall-clock budget ([`ProvisionSettings`]);
+//!   `Provider::teardown` deletes it and waits until it is gone. The handle's `agent_id` is the harness ARN a
+//!   session runs on.
 //! * `wire` (private): the `InvokeHarness` events and messages on the SDK's types; of it only [`StopReason`] is
 //!   public: the harness stop reasons and how each ends a turn.
 //! * [`artifacts`]: the session's artifacts ([`SessionStorageArtifacts`]: list, fetch, put, delete by name) as

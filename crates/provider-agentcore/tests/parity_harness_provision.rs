@@ -8,8 +8,8 @@
 //! whose failures are injected (`seed_harness`, `fail_next_create`, `fail_polls` …). Upstream's telemetry events
 //! and log lines are `tracing` events here, captured with a `fmt` subscriber.
 
-use std::io;
-use std::sync::{Arc, Mutex, Once, PoisonError};
+mod support;
+
 use std::time::Duration;
 
 use managed_agents_agentcore::emulator::{AgentCoreEmulator, ControlOptions, EXECUTION_ROLE_ARN, Transition};
@@ -19,6 +19,7 @@ use managed_agents_conformance::{Script, ScriptTurn};
 use managed_agents_core::provision::NamePolicy;
 use managed_agents_core::{AgentSpec, EnvironmentSpec, Error, Provider, Session, SessionOptions, ToolSchema, tool_fn};
 use serde_json::{Value, json};
+use support::Captured;
 
 /// A provider on the emulator, as its builder makes it.
 fn provider(emulator: &AgentCoreEmulator) -> BedrockAgentCore {
@@ -70,49 +71,6 @@ fn deleted(emulator: &AgentCoreEmulator) -> Vec<String> {
 
 fn create_body(emulator: &AgentCoreEmulator) -> Value {
     emulator.control_requests().into_iter().find(|r| r.method == "POST").expect("a CreateHarness").body
-}
-
-/// Log capture: a `fmt` subscriber writing into a buffer, the default for this thread while the guard lives.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-impl Captured {
-    fn start(level: tracing::Level) -> (Self, tracing::subscriber::DefaultGuard) {
-        // `tracing` keeps one process-wide maximum level, recomputed from the live subscribers whenever one comes
-        // or goes; with each test's subscriber set per thread, one test's subscriber going away while another's
-        // arrives could leave the maximum below what the newer one wants, and its events would be filtered out
-        // before reaching it. A global subscriber that takes every level (and writes nowhere) keeps the maximum
-        // at TRACE for the whole binary (and no callsite's interest is cached as "never"), so each test's own
-        // filter is the only one that decides. Without it, one run in about 60 lost a line.
-        static EVERY_LEVEL: Once = Once::new();
-        EVERY_LEVEL.call_once(|| {
-            let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
-        });
-        let captured = Self::default();
-        let subscriber = tracing_subscriber::fmt().with_writer(captured.clone()).with_max_level(level).finish();
-        (captured.clone(), tracing::subscriber::set_default(subscriber))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
-    }
 }
 
 // ── build_spec ──────────────────────────────────────────────────────────────────────────────────────────────
@@ -292,7 +250,7 @@ async fn teardown_deletes_the_harness_by_id() {
 async fn provision_polls_until_ready() {
     let emulator = emulator().await;
     let provisioned = provision(&emulator).await.expect("provisioned");
-    assert_eq!(provisioned.polls, 3, "CREATING, CREATING, READY");
+    assert_eq!(provisioned.polls, 5, "CREATING, CREATING, READY; then the endpoint: CREATING, READY");
 }
 
 /// bedrock_agent_core_test.exs: "provision/2 surfaces a CREATE_FAILED harness".
@@ -430,16 +388,21 @@ async fn an_adopted_harness_is_never_rolled_back() {
     assert!(deleted(&emulator).is_empty());
 }
 
-/// bedrock_agent_core_test.exs: "get_fun receives the harness id it was given".
+/// bedrock_agent_core_test.exs: "get_fun receives the harness id it was given", and (endpoint readiness)
+/// "endpoint_fun receives the harness id and the endpoint the data plane defaults to".
 #[tokio::test]
 async fn polls_name_the_created_harness() {
     let emulator = emulator().await;
     let provisioned = provision(&emulator).await.expect("provisioned");
-    let polls = requests(&emulator, "GET");
-    assert!(
-        !polls.is_empty() && polls.iter().all(|p| *p == format!("/harnesses/{}", provisioned.harness_id)),
-        "{polls:?}"
+    let (harness, endpoint) = (
+        format!("/harnesses/{}", provisioned.harness_id),
+        format!("/harnesses/{}/endpoints/DEFAULT", provisioned.harness_id),
     );
+    let polls = requests(&emulator, "GET");
+    assert_eq!(polls.iter().filter(|p| **p == harness).count(), 3, "{polls:?}");
+    assert_eq!(polls.iter().filter(|p| **p == endpoint).count(), 2, "{polls:?}");
+    assert_eq!(polls.len(), 5, "no other poll: {polls:?}");
+    assert_eq!(provisioned.endpoint, "DEFAULT");
 }
 
 // ── diagnosability from the log alone ───────────────────────────────────────────────────────────────────────

@@ -86,6 +86,19 @@ async fn an_exception_frame_is_typed_and_never_retried() {
     assert_eq!(emulator.requests().len(), 1);
 }
 
+/// An in-stream `validationException` without a `reason` (the SDK fills in a placeholder) shows its message alone,
+/// not `(reason: no value was set)`; the reason and the fields show only when present.
+#[tokio::test]
+async fn a_validation_exception_without_a_reason_shows_its_message_alone() {
+    let fault = Fault::StreamException { kind: "validationException".into(), message: "boom".into() };
+    let script = Script::new().turn(ScriptTurn::text("x").with_fault(fault));
+    let emulator =
+        AgentCoreEmulator::start_with(script, EmulatorOptions::default().with_validation_reason(false)).await.unwrap();
+    let error = Session::run(&provider(&emulator), EchoTools, options(&emulator)).await.unwrap_err();
+    let Error::Provider { kind, message, .. } = error.root() else { panic!("{error:?}") };
+    assert_eq!((kind.as_deref(), message.as_str()), (Some("ValidationException"), "boom"));
+}
+
 #[tokio::test]
 async fn throttling_is_retried_and_validation_errors_are_not() {
     let emulator = AgentCoreEmulator::start(

@@ -5,13 +5,22 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use managed_agents_conformance::{
-    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ProviderSettings, Scripts,
+    Backend, BackendCapabilities, FaultCase, FaultOutcome, Harness, ModelCatalog, ProviderSettings, Scripts,
 };
 use managed_agents_core::{Mode, SessionOptions};
 
 use super::options::EmulatorOptions;
 use super::server::AgentCoreEmulator;
 use crate::provider::agentcore::BedrockAgentCore;
+
+/// The model ids the provider serves (with the `modelId` each puts on the wire) and refuses.
+const MODELS: ModelCatalog = ModelCatalog::new(
+    &[
+        ("bedrock:anthropic.claude-sonnet-4-6", "anthropic.claude-sonnet-4-6"),
+        ("us.anthropic.claude-haiku-4-5-20251001-v1:0", "us.anthropic.claude-haiku-4-5-20251001-v1:0"),
+    ],
+    &["openai:gpt-4.1", "anthropic:claude-sonnet-4-6"],
+);
 
 /// Runs the conformance suite against [`BedrockAgentCore`] through an [`AgentCoreEmulator`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,7 +45,8 @@ impl Backend for AgentCoreBackend {
         let capabilities = BackendCapabilities::new(Mode::RequestResponse)
             .with_provider(BedrockAgentCore::CAPABILITIES)
             .with_resume()
-            .with_per_session_scripts();
+            .with_per_session_scripts()
+            .with_models(MODELS);
         // With reasoning, answers must echo the previous response's reasoning blocks, which only the connection
         // that received them holds: a new session cannot answer the calls an earlier one stopped on.
         let capabilities = capabilities

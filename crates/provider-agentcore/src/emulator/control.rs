@@ -1,30 +1,21 @@
 //! The harness control plane of the emulator: `CreateHarness` (`POST /harnesses`), `GetHarness`
 //! (`GET /harnesses/{id}`), `ListHarnesses` (`GET /harnesses?maxResults=&nextToken=`), `DeleteHarness`
 //! (`DELETE /harnesses/{id}`), answered in the service's restJson1 shapes (`{"harness": …}`, errors with
-//! `x-amzn-errortype`), with statuses that change over time ([`Transition`]).
+//! `x-amzn-errortype`), with statuses that change over time ([`Transition`]). The paths of a harness's endpoints
+//! (`/harnesses/{id}/endpoints…`) go to [`Endpoints`].
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use managed_agents_core::http::server::{ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::encoding::{aws_error, query_value};
+use super::endpoints::{EmulatedEndpoint, Endpoints};
+use super::progress::{Progress, Transition};
 
 /// The execution role the emulator's providers provision with.
 pub const EXECUTION_ROLE_ARN: &str = "arn:aws:iam::123456789012:role/EmulatedHarnessRole";
-
-/// When a harness leaves a transitional status (`CREATING`, `UPDATING`, `DELETING`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Transition {
-    /// After this many `GetHarness` calls on it have answered with the transitional status (0: at the first).
-    AfterPolls(u32),
-    /// Once this much time has passed since it entered the status.
-    After(Duration),
-    /// Never: it stays in the status (a stuck harness).
-    Never,
-}
 
 /// How the emulated control plane behaves. Start from `ControlOptions::default()` and the `with_*` methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +31,9 @@ pub struct ControlOptions {
     pub get_delay: Option<Duration>,
     /// How long every `CreateHarness` takes to answer (default: no delay); the harness exists from the start.
     pub create_delay: Option<Duration>,
+    /// When a `CREATING` (or `UPDATING`) harness endpoint becomes `READY` (default: after 1 poll of it), counted
+    /// on `GetHarnessEndpoint` calls of that endpoint.
+    pub endpoint_ready_after: Transition,
 }
 
 impl Default for ControlOptions {
@@ -50,6 +44,7 @@ impl Default for ControlOptions {
             page_size: 100,
             get_delay: None,
             create_delay: None,
+            endpoint_ready_after: Transition::AfterPolls(1),
         }
     }
 }
@@ -64,6 +59,12 @@ impl ControlOptions {
     /// With [`ControlOptions::gone_after`].
     pub const fn with_gone_after(mut self, transition: Transition) -> Self {
         self.gone_after = transition;
+        self
+    }
+
+    /// With [`ControlOptions::endpoint_ready_after`].
+    pub const fn with_endpoint_ready_after(mut self, transition: Transition) -> Self {
+        self.endpoint_ready_after = transition;
         self
     }
 
@@ -115,12 +116,7 @@ pub struct EmulatedHarness {
 #[derive(Debug)]
 struct Entry {
     harness: EmulatedHarness,
-    /// `GetHarness` calls answered with the current status.
-    polls: u32,
-    since: Instant,
-    /// What the transitional status ends in instead of `READY` (or, for `DELETING`, instead of vanishing): a
-    /// status and its failure reason.
-    ends_in: Option<(String, Option<String>)>,
+    progress: Progress,
     client_token: Option<String>,
     body: Value,
 }
@@ -135,14 +131,8 @@ pub(super) struct ControlState {
     failing_deletes: (u32, u16),
     failing_creates: (u32, u16),
     next_create_body: Option<Value>,
-}
-
-fn due(transition: Transition, polls: u32, since: Instant) -> bool {
-    match transition {
-        Transition::AfterPolls(n) => polls >= n,
-        Transition::After(after) => since.elapsed() >= after,
-        Transition::Never => false,
-    }
+    list_body: Option<Value>,
+    pub(super) endpoints: Endpoints,
 }
 
 fn summary(harness: &EmulatedHarness) -> Value {
@@ -156,20 +146,41 @@ fn summary(harness: &EmulatedHarness) -> Value {
     })
 }
 
+/// The model a harness created without one reports (the service picks one; the emulator names this one).
+const DEFAULT_MODEL: &str = "anthropic.claude-sonnet-4";
+
+/// A harness as `CreateHarness` / `GetHarness` answer it: what its create asked for, and the service's defaults
+/// for every other member the service model requires.
 fn detail(entry: &Entry) -> Value {
+    let body = &entry.body;
     let mut value = summary(&entry.harness);
-    value["executionRoleArn"] = entry.body.get("executionRoleArn").cloned().unwrap_or(json!(EXECUTION_ROLE_ARN));
-    for key in ["model", "systemPrompt", "tools", "environment"] {
-        if let Some(member) = entry.body.get(key) {
-            value[key] = member.clone();
-        }
+    value["executionRoleArn"] = body.get("executionRoleArn").cloned().unwrap_or(json!(EXECUTION_ROLE_ARN));
+    value["model"] = body.get("model").cloned().unwrap_or(json!({"bedrockModelConfig": {"modelId": DEFAULT_MODEL}}));
+    for key in ["systemPrompt", "tools", "skills", "allowedTools"] {
+        value[key] = body.get(key).cloned().unwrap_or(json!([]));
     }
-    if let Some((status, Some(reason))) = &entry.ends_in
-        && *status == entry.harness.status
-    {
+    value["truncation"] = body.get("truncation").cloned().unwrap_or(json!({"strategy": "sliding_window"}));
+    value["environment"] = environment(&entry.harness, body.get("environment"));
+    if let Some(reason) = entry.progress.failure_reason(&entry.harness.status) {
         value["failureReason"] = json!(reason);
     }
     json!({"harness": value})
+}
+
+/// The runtime environment a harness reports: what its create asked for, on the runtime made for it.
+fn environment(harness: &EmulatedHarness, asked: Option<&Value>) -> Value {
+    let mut runtime = json!({
+        "agentRuntimeArn": format!("arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/{}", harness.id),
+        "agentRuntimeName": harness.name,
+        "agentRuntimeId": harness.id,
+        "lifecycleConfiguration": {"idleRuntimeSessionTimeout": 900, "maxLifetime": 28800},
+        "networkConfiguration": {"networkMode": "PUBLIC"},
+    });
+    let asked = asked.and_then(|e| e.get("agentCoreRuntimeEnvironment")).and_then(Value::as_object);
+    for (key, member) in asked.into_iter().flatten() {
+        runtime[key] = member.clone();
+    }
+    json!({"agentCoreRuntimeEnvironment": runtime})
 }
 
 fn valid_name(name: &str) -> bool {
@@ -207,13 +218,34 @@ impl ControlState {
         self.next_create_body = Some(body);
     }
 
+    pub(super) fn answer_lists_with(&mut self, body: Option<Value>) {
+        self.list_body = body;
+    }
+
     pub(super) fn harnesses(&self) -> Vec<EmulatedHarness> {
         self.entries.iter().map(|e| e.harness.clone()).collect()
     }
 
-    /// Whether `arn` names a READY harness.
-    pub(super) fn is_ready(&self, arn: &str) -> bool {
-        self.entries.iter().any(|e| e.harness.arn == arn && e.harness.status == "READY")
+    /// Whether an invocation of `arn` through endpoint `qualifier` (or `DEFAULT`) can run: the harness and that
+    /// endpoint are `READY`; `Err` says what is not.
+    pub(super) fn invokable(&self, arn: &str, qualifier: Option<&str>) -> Result<(), String> {
+        let Some(entry) = self.entries.iter().find(|e| e.harness.arn == arn) else {
+            return Err("no harness with this ARN".into());
+        };
+        if entry.harness.status != "READY" {
+            return Err(format!("the harness is {}", entry.harness.status));
+        }
+        let endpoint = qualifier.unwrap_or(super::endpoints::DEFAULT_ENDPOINT);
+        if !self.endpoints.is_ready(&entry.harness.id, endpoint) {
+            return Err(format!("the harness has no READY endpoint {endpoint}"));
+        }
+        Ok(())
+    }
+
+    /// Adds endpoint `name` in `status` to harness `harness_id`, as if created earlier by someone else.
+    pub(super) fn seed_endpoint(&mut self, harness_id: &str, name: &str, status: &str) -> Option<EmulatedEndpoint> {
+        let harness = self.entries.iter().find(|e| e.harness.id == harness_id)?.harness.clone();
+        Some(self.endpoints.add(&harness, name, status, None))
     }
 
     /// Adds a harness in `status` (verbatim: any string), as if created earlier by someone else.
@@ -229,12 +261,12 @@ impl ControlState {
         });
         self.entries.push(Entry {
             harness: harness.clone(),
-            polls: 0,
-            since: Instant::now(),
-            ends_in,
+            progress: Progress::new(ends_in),
             client_token: None,
             body: json!({"harnessName": name, "executionRoleArn": EXECUTION_ROLE_ARN}),
         });
+        let endpoint = if status == "READY" { "READY" } else { "CREATING" };
+        self.endpoints.add(&harness, super::endpoints::DEFAULT_ENDPOINT, endpoint, None);
         harness
     }
 
@@ -254,12 +286,21 @@ impl ControlState {
         let path = request.uri.path();
         let rest = path.strip_prefix("/harnesses")?;
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let id = rest.strip_prefix('/').filter(|id| !id.is_empty() && !id.contains('/'));
-        Some(match (&request.method, id) {
-            (&Method::POST, None) if rest.is_empty() => self.create(body),
-            (&Method::GET, None) if rest.is_empty() => self.list(request.uri.query().unwrap_or("")),
-            (&Method::GET, Some(id)) => self.get(id),
-            (&Method::DELETE, Some(id)) => self.delete(id),
+        let segments: Vec<&str> = match rest.strip_prefix('/') {
+            Some(rest) => rest.split('/').collect(),
+            None if rest.is_empty() => Vec::new(),
+            None => return None,
+        };
+        Some(match (&request.method, segments.as_slice()) {
+            (&Method::POST, []) => self.create(body),
+            (&Method::GET, []) => self.list(request.uri.query().unwrap_or("")),
+            (&Method::GET, [id]) if !id.is_empty() => self.get(id),
+            (&Method::DELETE, [id]) if !id.is_empty() => self.delete(id),
+            (method, [id, "endpoints", rest @ ..]) if rest.len() <= 1 => {
+                let harness = self.entries.iter().find(|e| e.harness.id == *id).map(|e| &e.harness);
+                let transitions = (self.options.endpoint_ready_after, self.options.gone_after);
+                self.endpoints.serve(method, harness, rest.first().copied(), &body, transitions)
+            }
             _ => aws_error(404, "no such control-plane operation"),
         })
     }
@@ -281,22 +322,17 @@ impl ControlState {
             self.failing_creates.0 -= 1;
             let failure = aws_error(self.failing_creates.1, "injected CreateHarness failure");
             let harness = self.new_harness(&name, "CREATING");
-            let ends_in = self.next_ends_in.take();
-            self.entries.push(Entry { harness, polls: 0, since: Instant::now(), ends_in, client_token: token, body });
+            self.endpoints.add_default(&harness);
+            let progress = Progress::new(self.next_ends_in.take());
+            self.entries.push(Entry { harness, progress, client_token: token, body });
             return failure;
         }
         if self.entries.iter().any(|e| e.harness.name == name) {
             return aws_error(409, &format!("a harness named {name} already exists"));
         }
         let harness = self.new_harness(&name, "CREATING");
-        let entry = Entry {
-            harness,
-            polls: 0,
-            since: Instant::now(),
-            ends_in: self.next_ends_in.take(),
-            client_token: token,
-            body,
-        };
+        self.endpoints.add_default(&harness);
+        let entry = Entry { harness, progress: Progress::new(self.next_ends_in.take()), client_token: token, body };
         let body = self.next_create_body.take().unwrap_or_else(|| detail(&entry));
         self.entries.push(entry);
         json_response(StatusCode::CREATED, &body)
@@ -312,34 +348,18 @@ impl ControlState {
             return aws_error(404, &format!("no harness {id}"));
         };
         let entry = &mut self.entries[at];
-        let status = entry.harness.status.clone();
-        let next = match status.as_str() {
-            "CREATING" | "UPDATING" if due(options.ready_after, entry.polls, entry.since) => {
-                Some(entry.ends_in.as_ref().map_or("READY", |(status, _)| status.as_str()))
-            }
-            "DELETING" if due(options.gone_after, entry.polls, entry.since) => {
-                entry.ends_in.as_ref().map(|(status, _)| status.as_str())
-            }
-            _ => Some(status.as_str()),
-        };
-        match next {
-            None => {
-                self.entries.remove(at);
-                aws_error(404, &format!("no harness {id}"))
-            }
-            Some(next) => {
-                if next != status {
-                    entry.harness.status = next.to_string();
-                    entry.polls = 0;
-                    entry.since = Instant::now();
-                }
-                entry.polls = entry.polls.saturating_add(1);
-                json_response(StatusCode::OK, &detail(entry))
-            }
+        if !entry.progress.poll(&mut entry.harness.status, options.ready_after, options.gone_after) {
+            let id = self.entries.remove(at).harness.id;
+            self.endpoints.harness_gone(&id);
+            return aws_error(404, &format!("no harness {id}"));
         }
+        json_response(StatusCode::OK, &detail(&self.entries[at]))
     }
 
     fn list(&self, query: &str) -> Response<ResponseBody> {
+        if let Some(body) = &self.list_body {
+            return json_response(StatusCode::OK, body);
+        }
         let asked = query_value(query, "maxResults").and_then(|v| v.parse::<usize>().ok());
         let size = asked.unwrap_or(usize::MAX).min(self.options.page_size).max(1);
         let start = match query_value(query, "nextToken") {
@@ -365,12 +385,9 @@ impl ControlState {
         let Some(entry) = self.entries.iter_mut().find(|e| e.harness.id == id) else {
             return aws_error(404, &format!("no harness {id}"));
         };
-        if entry.harness.status != "DELETING" {
-            entry.harness.status = "DELETING".into();
-            entry.ends_in = None;
-            entry.polls = 0;
-            entry.since = Instant::now();
-        }
-        json_response(StatusCode::OK, &detail(entry))
+        entry.progress.enter(&mut entry.harness.status, "DELETING");
+        let response = json_response(StatusCode::OK, &detail(entry));
+        self.endpoints.harness_deleting(id);
+        response
     }
 }

@@ -48,8 +48,13 @@ pub(super) fn event(kind: &str, payload: Value) -> Bytes {
 
 /// An `exception` frame of `kind` (a `validationException` with its required `reason`).
 pub(super) fn exception(kind: &str, message: &str) -> Bytes {
+    exception_with(kind, message, true)
+}
+
+/// An `exception` frame of `kind`; a `validationException` carries a `reason` when `reason` is set.
+pub(super) fn exception_with(kind: &str, message: &str, reason: bool) -> Bytes {
     // The service model requires a `reason` on a validation exception.
-    let payload = if kind == "validationException" {
+    let payload = if kind == "validationException" && reason {
         json!({"message": message, "reason": "FieldValidationFailed"})
     } else {
         json!({"message": message})

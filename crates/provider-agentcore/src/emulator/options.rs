@@ -2,7 +2,7 @@
 //! quirk, faults on every call).
 
 /// How the emulator streams. Start from `EmulatorOptions::default()` and the `with_*` methods.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct EmulatorOptions {
     /// A turn's cutting faults (`DropStreamAfter`, `CloseStreamAfter`, `TruncateTurn`) and `MalformedFrame` meet
@@ -20,6 +20,22 @@ pub struct EmulatorOptions {
     /// Every call streams a server-side tool call (`type: server_tool_use`, named [`SERVER_TOOL`]) and its
     /// `toolResult` block (a text part, a JSON part and `toolResultMetadata`) before the scripted content.
     pub server_tool_results: bool,
+    /// A scripted in-stream `validationException` carries its `reason` (`FieldValidationFailed`), as the service
+    /// model requires (default `true`); off, it carries only its `message`.
+    pub validation_reason: bool,
+}
+
+impl Default for EmulatorOptions {
+    fn default() -> Self {
+        Self {
+            truncate_every_call: false,
+            reuse_block_index: false,
+            reasoning: false,
+            cache_usage: None,
+            server_tool_results: false,
+            validation_reason: true,
+        }
+    }
 }
 
 impl EmulatorOptions {
@@ -44,6 +60,12 @@ impl EmulatorOptions {
     /// With [`EmulatorOptions::cache_usage`]: `read` cache-read and `write` cache-write input tokens.
     pub const fn with_cache_usage(mut self, read: u64, write: u64) -> Self {
         self.cache_usage = Some(CacheUsage { read_input_tokens: read, write_input_tokens: write });
+        self
+    }
+
+    /// With [`EmulatorOptions::validation_reason`] set.
+    pub const fn with_validation_reason(mut self, on: bool) -> Self {
+        self.validation_reason = on;
         self
     }
 

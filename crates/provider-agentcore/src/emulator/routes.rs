@@ -1,5 +1,6 @@
-//! The routes: the control plane (`/harnesses…`), runtime commands (`/runtimes/{arn}/commands`) and
-//! `InvokeHarness` (`/harnesses/invoke`); anything else is a 404 in the AWS error shape.
+//! The routes: the control plane (`/harnesses…`, the token vault's `/identities/…`), runtime commands
+//! (`/runtimes/{arn}/commands`) and `InvokeHarness` (`/harnesses/invoke`); anything else is a 404 in the AWS
+//! error shape.
 
 use managed_agents_conformance::emulator::Shared;
 use managed_agents_core::http::Method;
@@ -11,10 +12,11 @@ use super::encoding::aws_error;
 use super::runtime::command_response;
 use super::sessions::{INVOKE_PATH, SESSION_HEADER, invoke};
 use super::state::State;
+use super::vault::VAULT_PREFIX;
 
-/// Whether `path` is the control plane's (every `/harnesses…` path but `InvokeHarness`).
+/// Whether `path` is the control plane's (every `/harnesses…` path but `InvokeHarness`, and the token vault's).
 pub(super) fn is_control(path: &str) -> bool {
-    path != INVOKE_PATH && path.starts_with("/harnesses")
+    (path != INVOKE_PATH && path.starts_with("/harnesses")) || path.starts_with(VAULT_PREFIX)
 }
 
 /// Answers one request.
@@ -39,6 +41,12 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
             }
             return response;
         }
+    }
+    if let Some(operation) = path.strip_prefix(VAULT_PREFIX)
+        && request.method == Method::POST
+    {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        return state.lock().vault.serve(operation, &body);
     }
     if request.method == Method::POST && path.starts_with("/runtimes/") && path.ends_with("/commands") {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);

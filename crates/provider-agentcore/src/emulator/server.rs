@@ -14,10 +14,12 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::control::{ControlOptions, ControlRequest, EXECUTION_ROLE_ARN, EmulatedHarness};
+use super::endpoints::EmulatedEndpoint;
 use super::options::EmulatorOptions;
 use super::routes::{is_control, route};
-use super::sessions::{HARNESS_ARN, INVOKE_PATH, SESSION_HEADER};
+use super::sessions::{HARNESS_ARN, INVOKE_PATH, SESSION_HEADER, USER_HEADER};
 use super::state::State;
+use super::vault::EmulatedCredentialProvider;
 use crate::provider::agentcore::BedrockAgentCore;
 use crate::provider::builder::BedrockAgentCoreBuilder;
 use crate::provision::settings::ProvisionSettings;
@@ -37,6 +39,9 @@ pub struct InvokeRequest {
     pub signed: bool,
     /// The JSON body.
     pub body: Value,
+    /// The invocation's overrides: every member of the body but `messages` (`model`, `systemPrompt`, `tools`,
+    /// `allowedTools`, `maxTokens`, `actorId` …), and the `runtimeUserId` header as `runtimeUserId`.
+    pub overrides: Value,
 }
 
 /// The emulator: the scaffold's server with the emulator's state and request log. Dropping it stops the server.
@@ -179,6 +184,45 @@ impl AgentCoreEmulator {
         self.state().control.next_create_ends_in(status.to_string(), reason.map(str::to_string));
     }
 
+    /// Adds an endpoint `name` in `status` to harness `harness_id` (e.g. a seeded one), as if someone had created
+    /// it; `None` when there is no such harness. Transitional statuses move on as
+    /// [`ControlOptions::endpoint_ready_after`] says.
+    pub fn seed_endpoint(&self, harness_id: &str, name: &str, status: &str) -> Option<EmulatedEndpoint> {
+        self.state().control.seed_endpoint(harness_id, name, status)
+    }
+
+    /// The `DEFAULT` endpoint of the next harness created leaves `CREATING` for `status` (`"CREATE_FAILED"`,
+    /// `"DELETING"`, `"INACTIVE"` …) with an optional `failureReason`, instead of `READY`.
+    pub fn next_endpoint_ends_in(&self, status: &str, reason: Option<&str>) {
+        self.state().control.endpoints.next_default_ends_in(status.to_string(), reason.map(str::to_string));
+    }
+
+    /// The next `count` `GetHarnessEndpoint` calls fail with HTTP `status`, as the matching AWS error (404
+    /// `ResourceNotFoundException`: an endpoint not there yet; 429 `ThrottlingException` …).
+    pub fn fail_endpoint_polls(&self, count: u32, status: u16) {
+        self.state().control.endpoints.fail_gets(count, status);
+    }
+
+    /// The next `GetHarnessEndpoint` answers `200` with `body` verbatim (a drifted response).
+    pub fn next_endpoint_response(&self, body: Value) {
+        self.state().control.endpoints.next_get_body(body);
+    }
+
+    /// The endpoints of harness `harness_id` now, in creation order.
+    pub fn endpoints(&self, harness_id: &str) -> Vec<EmulatedEndpoint> {
+        self.state().control.endpoints.of(harness_id)
+    }
+
+    /// The API-key credential providers the token vault holds now, in creation order.
+    pub fn credential_providers(&self) -> Vec<EmulatedCredentialProvider> {
+        self.state().vault.providers()
+    }
+
+    /// The next `count` token vault requests fail with HTTP `status`, as the matching AWS error.
+    pub fn fail_vault_requests(&self, count: u32, status: u16) {
+        self.state().vault.fail(count, status);
+    }
+
     /// The next `count` `GetHarness` calls answer `429 ThrottlingException`.
     pub fn throttle_polls(&self, count: u32) {
         self.fail_polls(count, 429);
@@ -204,6 +248,12 @@ impl AgentCoreEmulator {
     /// The next `CreateHarness` creates its harness but answers `201` with `body` verbatim (a drifted response).
     pub fn next_create_response(&self, body: Value) {
         self.state().control.next_create_body(body);
+    }
+
+    /// From now on, every `ListHarnesses` answers `200` with `body` verbatim (a drifted listing, e.g. `{}`);
+    /// `None` lists the harnesses again.
+    pub fn answer_lists_with(&self, body: Option<Value>) {
+        self.state().control.answer_lists_with(body);
     }
 
     /// The harnesses the control plane holds now, in creation order.
@@ -263,11 +313,20 @@ impl AgentCoreEmulator {
         let invokes = self.server.requests().into_iter();
         let invokes = invokes.filter(|r| r.method == Method::POST && r.uri.path() == INVOKE_PATH);
         invokes
-            .map(|r| InvokeRequest {
-                path: r.uri.to_string(),
-                session_id: r.header(SESSION_HEADER).map(str::to_string),
-                signed: r.header("authorization").is_some_and(|v| v.starts_with("AWS4-HMAC-SHA256")),
-                body: r.json(),
+            .map(|r| {
+                let body = r.json();
+                let mut overrides = body.as_object().cloned().unwrap_or_default();
+                overrides.remove("messages");
+                if let Some(user) = r.header(USER_HEADER) {
+                    overrides.insert("runtimeUserId".into(), Value::String(user.to_string()));
+                }
+                InvokeRequest {
+                    path: r.uri.to_string(),
+                    session_id: r.header(SESSION_HEADER).map(str::to_string),
+                    signed: r.header("authorization").is_some_and(|v| v.starts_with("AWS4-HMAC-SHA256")),
+                    body,
+                    overrides: Value::Object(overrides),
+                }
             })
             .collect()
     }

@@ -9,13 +9,16 @@ use managed_agents_core::http::Response;
 use managed_agents_core::http::server::{Claim, Pacing, ReceivedRequest, ResponseBody};
 use serde_json::{Value, json};
 
-use super::encoding::{aws_error, event, exception, query_value, validation_exception};
+use super::encoding::{aws_error, event, exception, exception_with, query_value, validation_exception};
 use super::playback::{CONTENT_TYPE, broken_crc, call_frames, frames_response, reasoning_echo};
 use super::state::State;
 use crate::provider::session_id::validate_session_id;
 
 /// The session-id header.
 pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
+
+/// The runtime user-id header.
+pub(super) const USER_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-user-id";
 
 /// The harness ARN the emulator answers for: it follows the service's pattern
 /// (`arn:<partition>:bedrock-agentcore:<region>:<12 digits>:harness/<name>-<10 alphanumerics>`).
@@ -40,8 +43,14 @@ pub(super) fn invoke(state: Shared<State>, request: &ReceivedRequest) -> Respons
         return aws_error(400, "harnessArn does not match the harness ARN pattern");
     }
     let mut guard = state.lock();
-    if harness_arn != HARNESS_ARN && !guard.control.is_ready(&harness_arn) {
-        return aws_error(404, "no harness with this ARN");
+    let qualifier = request.uri.query().and_then(|q| query_value(q, "qualifier"));
+    if harness_arn != HARNESS_ARN
+        && let Err(why) = guard.control.invokable(&harness_arn, qualifier.as_deref())
+    {
+        return aws_error(404, &why);
+    }
+    if let Some(model) = wire_model(&body) {
+        guard.log.record_model(model);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let input = match decode_input(&messages, guard.sessions.contains(&session_id)) {
@@ -78,7 +87,8 @@ pub(super) fn invoke(state: Shared<State>, request: &ReceivedRequest) -> Respons
     }
     if let Some((kind, message)) = turn.stream_exception() {
         commit_turn(&mut guard, &session_id, input, &turn);
-        return frames_response(vec![event("messageStart", json!({"role": "assistant"})), exception(kind, message)]);
+        let frame = exception_with(kind, message, options.validation_reason);
+        return frames_response(vec![event("messageStart", json!({"role": "assistant"})), frame]);
     }
     let pacing = Pacing::default().gate(guard.gate.clone());
     if settle != Settle::OnClaim {
@@ -93,6 +103,11 @@ pub(super) fn invoke(state: Shared<State>, request: &ReceivedRequest) -> Respons
         state.player.served(&session_id) == number && commit_turn(&mut state, &session_id, input, &turn)
     });
     streamed(delivery, CONTENT_TYPE, None, pacing.claim(Some(claim)))
+}
+
+/// The model id an invocation's `model` override names, whichever alternative of the union it is.
+fn wire_model(body: &Value) -> Option<&str> {
+    body["model"].as_object()?.values().next()?.get("modelId")?.as_str()
 }
 
 /// Checks that a resume echoes the reasoning the previous call streamed: the same blocks, in order, before

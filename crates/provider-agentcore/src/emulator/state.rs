@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 use super::control::ControlState;
 use super::options::EmulatorOptions;
 use super::shell::RuntimeFs;
+use super::vault::Vault;
 
 /// Everything the routes share: the script and what it has played, the control plane, the runtime sessions'
 /// files.
@@ -24,6 +25,8 @@ pub(super) struct State {
     /// Holds every call's `messageStop` until notified (see `AgentCoreEmulator::gate_message_stop`).
     pub(super) gate: Option<Arc<Notify>>,
     pub(super) control: ControlState,
+    /// The token vault's credential providers.
+    pub(super) vault: Vault,
     /// Per runtime (its ARN as the path carries it) and session id: the session's files.
     pub(super) runtime_files: HashMap<(String, String), RuntimeFs>,
     /// Injected command failures: how many commands still run first, then the exit code and stderr of each.
@@ -43,6 +46,7 @@ impl State {
             log: InputLog::new(),
             gate: None,
             control: ControlState::default(),
+            vault: Vault::default(),
             runtime_files: HashMap::new(),
             failing_commands: (0, VecDeque::new()),
             commands: Vec::new(),

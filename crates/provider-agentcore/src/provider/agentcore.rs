@@ -8,13 +8,16 @@ use managed_agents_core::{
     AgentHandle, AgentSpec, Capabilities, EnvironmentSpec, Error, Event, HttpSettings, OpenConnection, OpenRequest,
     Provider, TurnResult,
 };
+use serde_json::Value;
 
-use super::connection::{AgentCoreConnection, Overrides};
+use super::connection::AgentCoreConnection;
+use super::overrides::Overrides;
 use super::session_id::{new_session_id, validate_session_id};
 use super::settings::Settings;
 use crate::provision::naming::harness_id_from_arn;
 use crate::provision::settings::ProvisionSettings;
 use crate::wire::events::{normalize, text_delta};
+use crate::wire::harness_config::native_model;
 
 /// Amazon Bedrock AgentCore's harness as a loop host, on the official AWS SDK: each turn is one `InvokeHarness`
 /// call whose event stream is read as it arrives; custom (`inline_function`) tool calls end the call with
@@ -25,8 +28,10 @@ use crate::wire::events::{normalize, text_delta};
 ///
 /// Open options: `agent_id` is the harness ARN (or an `AgentHandle` carrying it); `session_id` reattaches to a
 /// runtime session (it must follow AgentCore's id rule), otherwise a fresh id is generated. Per-invocation
-/// overrides: `SessionOptions::model` (a Bedrock model id), and the provider options `timeout_seconds`,
-/// `max_iterations`, `max_tokens` (integers) and `runtime_user_id` (string).
+/// overrides: `SessionOptions::model` (a Bedrock model id, a `bedrock:` catalog id, or the whole `model` JSON —
+/// see [`Provider::native_model`]), `SessionOptions::system_prompt` and `SessionOptions::tools`, and the provider
+/// options `allowed_tools` (strings), `timeout_seconds`, `max_iterations`, `max_tokens` (integers), `actor_id` and
+/// `runtime_user_id` (strings).
 ///
 /// Provisioning ([`Provider::provision`], [`BedrockAgentCore::provision_harness`]) runs on the control-plane
 /// client (`aws-sdk-bedrockagentcorecontrol`) with the [`ProvisionSettings`] of the builder; see
@@ -50,8 +55,10 @@ impl fmt::Debug for BedrockAgentCore {
 }
 
 impl BedrockAgentCore {
-    /// What the provider supports: the model chosen per run.
-    pub const CAPABILITIES: Capabilities = Capabilities::none().with_runtime_model();
+    /// What the provider supports: the model, the system prompt and the tools chosen per run (per-invocation
+    /// overrides). No data plane: a run's credential or destination cannot apply (credentials come from the AWS
+    /// chain).
+    pub const CAPABILITIES: Capabilities = Capabilities::none().with_runtime_model().with_runtime_overrides();
 
     /// A provider on an SDK client you configured, with the default settings: shorthand for
     /// `BedrockAgentCore::builder().client(client).build()` without its region check. Disable the SDK's own
@@ -103,6 +110,15 @@ impl Provider for BedrockAgentCore {
 
     fn capabilities(&self) -> Capabilities {
         Self::CAPABILITIES
+    }
+
+    /// The harness `model` JSON of a model id: a `bedrock:` catalog id or a bare Bedrock model id (colons and all)
+    /// becomes `{"bedrockModelConfig": {"modelId": …}}`; JSON object text is a whole configuration
+    /// (`bedrockModelConfig` or `liteLlmModelConfig`, every member checked) and passes through as it is. Another
+    /// catalog's id is [`Error::UnsupportedModel`]; a configuration this crate cannot send is
+    /// [`Error::InvalidOption`] (`model`). Provisioning checks a spec's model the same way.
+    fn native_model(&self, id: &str) -> Result<Value, Error> {
+        native_model(id)
     }
 
     async fn open(&self, request: OpenRequest) -> Result<OpenConnection, Error> {

@@ -8,6 +8,7 @@ use managed_agents_core::{Error, HttpOptions, HttpSettings, RetryPolicy, env_var
 
 use super::agentcore::BedrockAgentCore;
 use super::settings::{DEFAULT_HTTP_SETTINGS, Settings};
+use crate::provision::naming::validate_endpoint_name;
 use crate::provision::settings::ProvisionSettings;
 
 /// Builds a [`BedrockAgentCore`]. [`BedrockAgentCore::builder`] never reads the environment;
@@ -196,7 +197,11 @@ impl BedrockAgentCoreBuilder {
         self
     }
 
-    /// The endpoint qualifier (the harness endpoint to invoke; default: the service's `DEFAULT`).
+    /// The endpoint qualifier: the harness endpoint every invocation reaches, and the one provisioning waits for
+    /// (default: none is sent, and the service uses
+    /// [`DEFAULT_ENDPOINT_NAME`](crate::provision::DEFAULT_ENDPOINT_NAME)).
+    /// Checked by [`build`](Self::build) against the service's endpoint name rule (1 to 48 characters,
+    /// `[a-zA-Z][a-zA-Z0-9_]*`).
     #[must_use]
     pub fn qualifier(mut self, qualifier: impl Into<String>) -> Self {
         self.qualifier = Some(qualifier.into());
@@ -206,7 +211,7 @@ impl BedrockAgentCoreBuilder {
     /// Builds the provider. Fails with [`Error::InvalidOption`] without a client or SDK configuration
     /// (`client`), when the client has no region (`region`: requests could not be signed), with a zero timeout
     /// (`request_timeout`, `idle_timeout`), an invalid retry policy (`retry`) or connect timeout (`http_options`),
-    /// or invalid provisioning settings.
+    /// a qualifier outside the endpoint name rule (`qualifier`), or invalid provisioning settings.
     pub fn build(self) -> Result<BedrockAgentCore, Error> {
         let client = self.client.ok_or_else(|| {
             Error::invalid_option("client", "no SDK client or configuration given (set one, or use from_env)")
@@ -219,6 +224,9 @@ impl BedrockAgentCoreBuilder {
         }
         self.http.validate()?;
         self.provisioning.validate()?;
+        if let Some(qualifier) = &self.qualifier {
+            validate_endpoint_name(qualifier)?;
+        }
         let (mut client, mut control) = (client, self.control);
         if self.http_options_set {
             let connect = self.http.options.connect_timeout;

@@ -7,51 +7,16 @@ use aws_sdk_bedrockagentcore::config::http::HttpResponse;
 use aws_sdk_bedrockagentcore::error::SdkError;
 use aws_sdk_bedrockagentcore::operation::invoke_harness::InvokeHarnessError;
 use aws_sdk_bedrockagentcore::types::error::{InvokeHarnessStreamOutputError, ValidationException};
-use aws_sdk_bedrockagentcore::types::{HarnessBedrockModelConfig, HarnessModelConfiguration};
 use aws_smithy_types::event_stream::RawMessage;
-use managed_agents_core::{Connection, Error, Event, LiveEvents, OpenRequest, RequestResponseConnection, TurnInput};
+use managed_agents_core::{Connection, Error, Event, LiveEvents, RequestResponseConnection, TurnInput};
 
+use super::overrides::Overrides;
 use super::settings::Settings;
 use crate::wire::convert::stream_event;
 use crate::wire::events::is_complete;
 use crate::wire::idle::IdleTimer;
 use crate::wire::messages::{AssistantBlock, assistant_blocks, messages_after};
 use crate::wire::sdk_error::{self, Part};
-
-/// The per-invocation overrides a session opens with (the model and the provider options).
-#[derive(Debug, Clone, Default)]
-pub(super) struct Overrides {
-    model: Option<String>,
-    timeout_seconds: Option<i32>,
-    max_iterations: Option<i32>,
-    max_tokens: Option<i32>,
-    runtime_user_id: Option<String>,
-}
-
-impl Overrides {
-    /// The overrides `request` asks for: `SessionOptions::model` and the provider options `timeout_seconds`,
-    /// `max_iterations`, `max_tokens` (positive integers) and `runtime_user_id` (a string).
-    pub(super) fn from_request(request: &OpenRequest) -> Result<Self, Error> {
-        let integer = |key: &'static str| -> Result<Option<i32>, Error> {
-            match request.option(key) {
-                None => Ok(None),
-                Some(value) => value
-                    .as_i64()
-                    .and_then(|n| i32::try_from(n).ok())
-                    .filter(|n| *n > 0)
-                    .map(Some)
-                    .ok_or_else(|| Error::invalid_option(key, "must be a positive integer")),
-            }
-        };
-        Ok(Self {
-            model: request.model().map(str::to_string),
-            timeout_seconds: integer("timeout_seconds")?,
-            max_iterations: integer("max_iterations")?,
-            max_tokens: integer("max_tokens")?,
-            runtime_user_id: request.str_option("runtime_user_id").map(str::to_string),
-        })
-    }
-}
 
 /// One runtime session on one harness.
 pub(super) struct AgentCoreConnection {
@@ -72,19 +37,29 @@ enum Attempt {
     Fatal(Error),
 }
 
+/// What the SDK puts in a `ValidationException`'s required `reason` when the service sent none.
+const UNSET_REASON: &str = "no value was set";
+
 /// A `ValidationException` (HTTP or in-stream) with its reason and the fields it names kept in the message:
-/// `"<message> (reason: FieldValidationFailed; fields: messages: <why>, …)"`. Never retried.
+/// `"<message> (reason: FieldValidationFailed; fields: messages: <why>, …)"`, each part only when the service
+/// sent it. Never retried.
 fn validation_error(error: &ValidationException) -> Error {
     let mut message = error.message().to_string();
     if message.is_empty() {
         message.push_str("the request is not valid");
     }
-    message.push_str(&format!(" (reason: {}", error.reason().as_str()));
+    let mut details = Vec::new();
+    let reason = error.reason().as_str();
+    if !reason.is_empty() && reason != UNSET_REASON {
+        details.push(format!("reason: {reason}"));
+    }
     let fields: Vec<String> = error.field_list().iter().map(|f| format!("{}: {}", f.name(), f.message())).collect();
     if !fields.is_empty() {
-        message.push_str(&format!("; fields: {}", fields.join(", ")));
+        details.push(format!("fields: {}", fields.join(", ")));
     }
-    message.push(')');
+    if !details.is_empty() {
+        message.push_str(&format!(" ({})", details.join("; ")));
+    }
     Error::provider("agentcore", Some("ValidationException".into()), message, false)
 }
 
@@ -133,25 +108,14 @@ impl AgentCoreConnection {
         messages: &[aws_sdk_bedrockagentcore::types::HarnessMessage],
         live: &LiveEvents,
     ) -> Result<Vec<Event>, Attempt> {
-        let overrides = &self.overrides;
-        let mut call = self
+        let call = self
             .client
             .invoke_harness()
             .harness_arn(&self.harness_arn)
             .runtime_session_id(&self.session_id)
             .set_messages(Some(messages.to_vec()))
-            .set_qualifier(self.settings.qualifier.clone())
-            .set_runtime_user_id(overrides.runtime_user_id.clone())
-            .set_timeout_seconds(overrides.timeout_seconds)
-            .set_max_iterations(overrides.max_iterations)
-            .set_max_tokens(overrides.max_tokens);
-        if let Some(model) = &overrides.model {
-            let config = HarnessBedrockModelConfig::builder()
-                .model_id(model)
-                .build()
-                .map_err(|e| Attempt::Fatal(Error::invalid_option("model", e.to_string())))?;
-            call = call.model(HarnessModelConfiguration::BedrockModelConfig(config));
-        }
+            .set_qualifier(self.settings.qualifier.clone());
+        let call = self.overrides.apply(call);
         let idle = self.settings.http.idle_timeout;
         let limit = self.settings.http.request_timeout;
         let output = match tokio::time::timeout(limit, call.send()).await {
@@ -228,7 +192,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use managed_agents_conformance::{Fault, Script, ScriptTurn};
-    use managed_agents_core::{OpenConnection, Provider};
+    use managed_agents_core::{OpenConnection, OpenRequest, Provider};
 
     use super::*;
     use crate::emulator::server::AgentCoreEmulator;

@@ -7,10 +7,13 @@ use aws_sdk_bedrockagentcorecontrol::Client as ControlClient;
 use aws_sdk_bedrockagentcorecontrol::types::HarnessSummary;
 use managed_agents_core::{AgentHandle, AgentSpec, EnvironmentSpec, Error};
 
-use super::call::{Call, ControlFailure, RESOURCE, Rollback, Wait, WaitBudget, bounded, control_failure, timed_out};
-use super::naming::{client_token, harness_name};
+use super::call::{Call, ControlFailure, RESOURCE, Wait, WaitBudget, bounded, control_failure, timed_out};
+use super::credentials::CredentialProvider;
+use super::naming::{DEFAULT_ENDPOINT_NAME, client_token, harness_name};
 use super::request::{CreateParts, create_parts};
+use super::rollback::{Rollback, unwind_cause};
 use super::status::{HarnessStatusClass, classify};
+use super::wait::Target;
 use crate::provider::agentcore::BedrockAgentCore;
 
 /// How many times one call may find its name taken by a harness that then vanished, before giving up.
@@ -26,7 +29,7 @@ pub enum Provenance {
     Adopted,
 }
 
-/// A harness [`BedrockAgentCore::provision_harness`] left `READY`.
+/// A harness [`BedrockAgentCore::provision_harness`] left `READY`, with its endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProvisionedHarness {
@@ -36,9 +39,15 @@ pub struct ProvisionedHarness {
     pub arn: String,
     /// The harness name.
     pub name: String,
+    /// The endpoint it waited for (the provider's qualifier, or [`DEFAULT_ENDPOINT_NAME`]): the one its sessions
+    /// invoke.
+    pub endpoint: String,
+    /// The credential providers of [`ProvisionSettings::credential_providers`](super::ProvisionSettings), as the
+    /// token vault holds them (their ARNs), in the settings' order.
+    pub credential_providers: Vec<CredentialProvider>,
     /// Created or adopted.
     pub provenance: Provenance,
-    /// Status polls made, over every wait of the call.
+    /// Status polls made, over every wait of the call (the harness's and its endpoint's).
     pub polls: u32,
     /// Time the call took.
     pub elapsed: Duration,
@@ -53,7 +62,8 @@ impl ProvisionedHarness {
 
 impl BedrockAgentCore {
     /// Every harness of the account and region, following `nextToken` through every page (bounded by the
-    /// provisioning budget). Needs the control-plane client.
+    /// provisioning budget). Needs the control-plane client. A page without its `harnesses` member counts as an
+    /// empty one (as the SDK reads it); only provisioning's search for the holder of a taken name refuses it.
     pub async fn list_harnesses(&self) -> Result<Vec<HarnessSummary>, Error> {
         let client = control(self)?;
         let mut call = Call {
@@ -62,14 +72,18 @@ impl BedrockAgentCore {
             budget: WaitBudget::start(self.provisioning().budget),
             polls: 0,
         };
-        call.list().await
+        Ok(call.list().await?.harnesses)
     }
 
-    /// Provisions the harness of `spec` (in `environment`) and waits until it is `READY`; see the
-    /// [module documentation](crate::provision). Fails with [`Error::InvalidSpec`] / [`Error::InvalidOption`] before
-    /// sending anything, [`Error::NameConflict`] when the name is held by a harness that cannot be adopted,
-    /// [`Error::ProvisionFailed`] when the harness ends in a failed, deleting or unknown status,
-    /// [`Error::ProvisionTimedOut`] when the budget runs out, and the service's own error otherwise.
+    /// Provisions the harness of `spec` (in `environment`) and waits until it and the endpoint sessions will
+    /// invoke are `READY`; see the [module documentation](crate::provision). Fails with [`Error::InvalidSpec`] /
+    /// [`Error::InvalidOption`] before sending anything, [`Error::NameConflict`] when the name is held by a harness
+    /// that cannot be adopted, [`Error::ProvisionFailed`] when the harness or its endpoint ends in a failed,
+    /// deleting or unknown status, [`Error::ProvisionTimedOut`] when the budget runs out (resource
+    /// `"harness endpoint"` when it ran out on the endpoint), and the service's own error otherwise.
+    ///
+    /// First, every credential provider of [`ProvisionSettings::credential_providers`](super::ProvisionSettings) is
+    /// put in the token vault (created, or its key replaced), so that a model configuration can name it.
     ///
     /// What is sent: the spec's system prompt, its model id (as `bedrockModelConfig.modelId`), its tools (as
     /// `inline_function` tools, run locally by the session's handler) and, of the environment, only `config` —
@@ -101,8 +115,20 @@ impl BedrockAgentCore {
         let name = harness_name(spec, environment, settings.name_prefix.as_deref())?;
         let parts = create_parts(spec, environment)?;
         let client = control(self)?;
+        let endpoint = self.qualifier().unwrap_or(DEFAULT_ENDPOINT_NAME);
         let mut call = Call { client, settings, budget: WaitBudget::start(settings.budget), polls: 0 };
-        let result = provision(&mut call, &name, &role, &parts).await;
+        let unwinding = Unwinding { name: &name, armed: true };
+        let result = async {
+            let mut stored = Vec::with_capacity(settings.credential_providers.len());
+            for provider in &settings.credential_providers {
+                stored.push(call.put_credential_provider(provider).await?.0);
+            }
+            let mut provisioned = provision(&mut call, &name, &role, &parts, endpoint).await?;
+            provisioned.credential_providers = stored;
+            Ok(provisioned)
+        }
+        .await;
+        unwinding.disarm();
         match &result {
             Ok(h) => {
                 tracing::info!(harness_id = h.harness_id, name, provenance = ?h.provenance, polls = h.polls, "harness provisioned")
@@ -119,7 +145,13 @@ impl BedrockAgentCore {
         settings.validate()?;
         let client = control(self)?;
         let mut call = Call { client, settings, budget: WaitBudget::start(settings.budget), polls: 0 };
-        let wait = Wait { phase: "deleting", id: Some(harness_id.to_string()), last_status: None, polls: 0 };
+        let wait = Wait {
+            resource: RESOURCE,
+            phase: "deleting",
+            id: Some(harness_id.to_string()),
+            last_status: None,
+            polls: 0,
+        };
         let request = async {
             client.delete_harness().harness_id(harness_id).send().await.map_err(|e| control_failure("DeleteHarness", e))
         };
@@ -143,11 +175,40 @@ impl BedrockAgentCore {
     }
 }
 
+/// Logs a provision that unwinds before it returns (its future dropped, or a panic), whatever it had done.
+struct Unwinding<'a> {
+    name: &'a str,
+    armed: bool,
+}
+
+impl Unwinding<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::warn!(name = self.name, cause = unwind_cause(), "harness provisioning unwound before it returned");
+        }
+    }
+}
+
+/// Waits until harness `id` is `READY`, then until its endpoint `endpoint` is: a harness is ready before its
+/// endpoints are (the service provisions the `DEFAULT` endpoint on its own time), and a session invokes the
+/// endpoint. A harness that never gets ready costs no endpoint poll.
+async fn ready(call: &mut Call<'_>, id: &str, endpoint: &str) -> Result<(), Error> {
+    call.wait_ready(Target::Harness(id)).await?;
+    call.wait_ready(Target::Endpoint { harness_id: id, name: endpoint }).await
+}
+
 async fn provision(
     call: &mut Call<'_>,
     name: &str,
     role: &str,
     parts: &CreateParts,
+    endpoint: &str,
 ) -> Result<ProvisionedHarness, Error> {
     for _ in 0..MAX_CREATE_ROUNDS {
         let created = create(call, name, role, parts).await;
@@ -164,10 +225,10 @@ async fn provision(
                     harness_id: Some(id.clone()),
                     timeout: call.settings.rollback_timeout,
                 };
-                match call.wait_ready(&id).await {
+                match ready(call, &id, endpoint).await {
                     Ok(()) => {
                         rollback.disarm();
-                        return Ok(done(call, id, arn, name, Provenance::Created));
+                        return Ok(done(call, Handover { harness_id: id, arn, name, endpoint }, Provenance::Created));
                     }
                     Err(error) => {
                         rollback.run().await;
@@ -177,8 +238,16 @@ async fn provision(
             }
             Err(ControlFailure::Conflict(message)) => {
                 tracing::info!(name, message, "harness name taken; looking for the harness that holds it");
-                let existing = call.list().await?;
-                let Some(holder) = existing.into_iter().find(|h| h.harness_name() == name) else {
+                let listing = call.list().await?;
+                if !listing.whole {
+                    // An empty list is an answer (the holder went away); a listing without its list is none.
+                    return Err(Error::malformed(
+                        "ListHarnesses response",
+                        "a page has no `harnesses` member, so the listing cannot name the harness holding the name",
+                        "",
+                    ));
+                }
+                let Some(holder) = listing.harnesses.into_iter().find(|h| h.harness_name() == name) else {
                     // It went away between the two calls: try the create again.
                     continue;
                 };
@@ -191,8 +260,9 @@ async fn provision(
                             status = holder.status().as_str(),
                             "adopting the existing harness"
                         );
-                        call.wait_ready(&id).await?;
-                        return Ok(done(call, id, holder.arn().to_string(), name, Provenance::Adopted));
+                        ready(call, &id, endpoint).await?;
+                        let arn = holder.arn().to_string();
+                        return Ok(done(call, Handover { harness_id: id, arn, name, endpoint }, Provenance::Adopted));
                     }
                     HarnessStatusClass::Deleting => {
                         tracing::info!(
@@ -228,7 +298,7 @@ async fn create(
     parts: &CreateParts,
 ) -> Result<aws_sdk_bedrockagentcorecontrol::operation::create_harness::CreateHarnessOutput, ControlFailure> {
     let token = client_token();
-    let wait = Wait { phase: "creating", id: None, last_status: None, polls: 0 };
+    let wait = Wait { resource: RESOURCE, phase: "creating", id: None, last_status: None, polls: 0 };
     let mut interval = call.settings.intervals().0;
     loop {
         let request = call
@@ -260,11 +330,21 @@ async fn create(
     }
 }
 
-fn done(call: &Call<'_>, harness_id: String, arn: String, name: &str, provenance: Provenance) -> ProvisionedHarness {
+/// What a provision hands over: the harness, its name, and the endpoint it waited for.
+struct Handover<'a> {
+    harness_id: String,
+    arn: String,
+    name: &'a str,
+    endpoint: &'a str,
+}
+
+fn done(call: &Call<'_>, handover: Handover<'_>, provenance: Provenance) -> ProvisionedHarness {
     ProvisionedHarness {
-        harness_id,
-        arn,
-        name: name.to_string(),
+        harness_id: handover.harness_id,
+        arn: handover.arn,
+        name: handover.name.to_string(),
+        endpoint: handover.endpoint.to_string(),
+        credential_providers: Vec::new(),
         provenance,
         polls: call.polls,
         elapsed: call.budget.elapsed(),
@@ -272,7 +352,7 @@ fn done(call: &Call<'_>, harness_id: String, arn: String, name: &str, provenance
 }
 
 /// The control-plane client provisioning calls, or why there is none.
-fn control(provider: &BedrockAgentCore) -> Result<&ControlClient, Error> {
+pub(super) fn control(provider: &BedrockAgentCore) -> Result<&ControlClient, Error> {
     provider.control_client().ok_or_else(|| {
         Error::invalid_option(
             "control_client",

@@ -1,4 +1,5 @@
-//! Names and ids: the content-addressed harness name of a spec, the id an ARN carries, a fresh client token.
+//! Names and ids: the content-addressed harness name of a spec, the endpoint name rule, the id an ARN carries, a
+//! fresh client token.
 
 use managed_agents_core::provision::{Digest, NamePolicy};
 use managed_agents_core::{AgentSpec, EnvironmentSpec, Error};
@@ -27,6 +28,34 @@ pub(crate) fn harness_name(
         None => spec.name.clone(),
     };
     NamePolicy::AGENTCORE.compose(&base, &harness_digest(spec, environment))
+}
+
+/// The harness endpoint `InvokeHarness` reaches without a qualifier, and so the one provisioning waits for unless
+/// the provider has a qualifier of its own.
+pub const DEFAULT_ENDPOINT_NAME: &str = "DEFAULT";
+
+/// The longest harness endpoint name (the service's own rule; a harness name has at most 40 characters).
+pub const MAX_ENDPOINT_NAME_LEN: usize = 48;
+
+/// Checks a harness endpoint name (the qualifier) against the service's rule: 1 to 48 characters,
+/// `[a-zA-Z][a-zA-Z0-9_]*`. A name outside it can never be found, and provisioning reads an endpoint that is not
+/// found as one not created yet, so the wait would spend its whole budget and roll back a harness that is fine:
+/// the name is refused before anything is sent ([`Error::InvalidOption`], `qualifier`).
+pub(crate) fn validate_endpoint_name(name: &str) -> Result<(), Error> {
+    let invalid = |reason: String| Err(Error::invalid_option("qualifier", reason));
+    if !(1..=MAX_ENDPOINT_NAME_LEN).contains(&name.len()) {
+        return invalid(format!(
+            "an endpoint name has 1 to {MAX_ENDPOINT_NAME_LEN} characters; `{name}` has {}",
+            name.len()
+        ));
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return invalid(format!("an endpoint name starts with a letter: `{name}`"));
+    }
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return invalid(format!("an endpoint name has only letters, digits and `_`: `{name}`"));
+    }
+    Ok(())
 }
 
 /// The harness id an ARN names (`arn:…:harness/<id>`), if it is a harness ARN.
@@ -69,6 +98,22 @@ mod tests {
         let mut unnamed = spec.clone();
         unnamed.name = String::new();
         assert_eq!(harness_name(&unnamed, None, None).expect("name"), format!("a_{}", spec.digest().short()));
+    }
+
+    /// bedrock_agent_core_test.exs: ":endpoint_name validation" — "the pattern is the endpoint's own: 48
+    /// characters, not the harness name's 40" and "a name that does not start with a letter … rejected" (a
+    /// non-string cannot be given here).
+    #[test]
+    fn the_endpoint_name_rule_is_the_services() {
+        validate_endpoint_name(DEFAULT_ENDPOINT_NAME).unwrap();
+        validate_endpoint_name(&format!("e{}", "a".repeat(47))).unwrap();
+        validate_endpoint_name("canary_2").unwrap();
+        for bad in
+            [format!("e{}", "a".repeat(48)), "1prod".into(), "_prod".into(), String::new(), "Defualt endpoint!".into()]
+        {
+            let error = validate_endpoint_name(&bad).unwrap_err();
+            assert!(matches!(error, Error::InvalidOption { option: "qualifier", .. }), "{bad}: {error:?}");
+        }
     }
 
     /// bedrock_agent_core_test.exs: "two specs differing only in name produce different harness names".

@@ -1,16 +1,15 @@
-//! The `CreateHarness` request of a spec: its system prompt, model, tools and environment, checked before anything
-//! is sent.
+//! The `CreateHarness` request of a spec: its system prompt, model (passed through whole), tools and environment,
+//! checked before anything is sent.
 
 use aws_sdk_bedrockagentcorecontrol::types::{
-    FilesystemConfiguration, HarnessAgentCoreRuntimeEnvironmentRequest, HarnessBedrockModelConfig,
-    HarnessEnvironmentProviderRequest, HarnessInlineFunctionConfig, HarnessModelConfiguration,
-    HarnessSystemContentBlock, HarnessTool, HarnessToolConfiguration, HarnessToolType, LifecycleConfiguration,
-    NetworkConfiguration, NetworkMode, SessionStorageConfiguration,
+    FilesystemConfiguration, HarnessAgentCoreRuntimeEnvironmentRequest, HarnessEnvironmentProviderRequest,
+    HarnessModelConfiguration, HarnessSystemContentBlock, HarnessTool, LifecycleConfiguration, NetworkConfiguration,
+    NetworkMode, SessionStorageConfiguration,
 };
 use managed_agents_core::{AgentSpec, EnvironmentSpec, Error};
 use serde_json::Value;
 
-use crate::wire::convert::to_document;
+use crate::wire::harness_config::{control, harness_model};
 
 /// The `CreateHarness` contents of a spec, checked before anything is sent.
 pub(super) struct CreateParts {
@@ -24,39 +23,27 @@ fn build_error(what: &'static str) -> impl Fn(aws_smithy_types::error::operation
     move |error| Error::invalid_spec(what, error.to_string())
 }
 
+/// The parts of `spec` (in `environment`). The model goes through the provider's model translation
+/// ([`native_model`](crate::wire::harness_config::native_model)): another catalog's id is
+/// [`Error::UnsupportedModel`], a configuration this crate cannot send [`Error::InvalidSpec`].
 pub(super) fn create_parts(spec: &AgentSpec, environment: Option<&EnvironmentSpec>) -> Result<CreateParts, Error> {
-    let mut tools = Vec::with_capacity(spec.tools.len());
-    for tool in &spec.tools {
-        let config = HarnessInlineFunctionConfig::builder()
-            .description(tool.description.clone())
-            .input_schema(to_document(&tool.input_schema))
-            .build()
-            .map_err(build_error("agent spec"))?;
-        tools.push(
-            HarnessTool::builder()
-                .r#type(HarnessToolType::InlineFunction)
-                .name(tool.name.clone())
-                .config(HarnessToolConfiguration::InlineFunction(config))
-                .build()
-                .map_err(build_error("agent spec"))?,
-        );
-    }
+    let invalid = |reason: String| Error::invalid_spec("agent spec", reason);
+    let tools = control::tools(&spec.tools).map_err(invalid)?;
     let model = match spec.model.as_deref() {
         None => None,
-        Some(id) => Some(HarnessModelConfiguration::BedrockModelConfig(
-            HarnessBedrockModelConfig::builder().model_id(id).build().map_err(build_error("agent spec"))?,
-        )),
+        Some(id) => {
+            let model = harness_model(id).map_err(|error| match error {
+                Error::InvalidOption { reason, .. } => invalid(format!("model: {reason}")),
+                other => other,
+            })?;
+            Some(control::model(&model).map_err(invalid)?)
+        }
     };
     let environment = match environment.and_then(|e| e.config.as_ref()) {
         None => None,
         Some(config) => environment_request(config)?,
     };
-    Ok(CreateParts {
-        system_prompt: vec![HarnessSystemContentBlock::Text(spec.system_prompt.clone())],
-        model,
-        tools,
-        environment,
-    })
+    Ok(CreateParts { system_prompt: control::system_prompt(&spec.system_prompt), model, tools, environment })
 }
 
 /// `EnvironmentSpec::config` as the harness `environment`: the service's JSON shape

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use managed_agents_core::Error;
 
+use super::credentials::ApiKeyCredentialProvider;
+
 /// The default wall-clock budget of one provision or teardown call: 10 minutes.
 pub const DEFAULT_PROVISION_BUDGET: Duration = Duration::from_secs(600);
 /// The default first interval between two status polls.
@@ -46,6 +48,10 @@ pub struct ProvisionSettings {
     pub rollback_timeout: Duration,
     /// `maxResults` of each `ListHarnesses` page (1 to 100), or the service's default.
     pub page_size: Option<i32>,
+    /// API-key credential providers provisioning puts in the token vault (creates, or replaces the key of the one
+    /// of that name) before it creates the harness, e.g. the key a `liteLlmModelConfig.apiKeyArn` names. Their
+    /// keys never print.
+    pub credential_providers: Vec<ApiKeyCredentialProvider>,
 }
 
 impl Default for ProvisionSettings {
@@ -59,6 +65,7 @@ impl Default for ProvisionSettings {
             request_timeout: DEFAULT_CONTROL_REQUEST_TIMEOUT,
             rollback_timeout: DEFAULT_ROLLBACK_TIMEOUT,
             page_size: None,
+            credential_providers: Vec::new(),
         }
     }
 }
@@ -74,6 +81,7 @@ impl fmt::Debug for ProvisionSettings {
             .field("request_timeout", &self.request_timeout)
             .field("rollback_timeout", &self.rollback_timeout)
             .field("page_size", &self.page_size)
+            .field("credential_providers", &self.credential_providers)
             .finish()
     }
 }
@@ -129,8 +137,16 @@ impl ProvisionSettings {
         self
     }
 
+    /// With one more of [`ProvisionSettings::credential_providers`].
+    #[must_use]
+    pub fn with_api_key_credential_provider(mut self, provider: ApiKeyCredentialProvider) -> Self {
+        self.credential_providers.push(provider);
+        self
+    }
+
     /// Checks every value: [`Error::InvalidOption`] for a zero budget, poll interval or timeout, a page size
-    /// outside 1 to 100, or a blank execution role.
+    /// outside 1 to 100, a blank execution role, or a credential provider whose name is outside the service's rule
+    /// or whose key is blank (`credential_provider`).
     pub fn validate(&self) -> Result<(), Error> {
         for (option, value) in [
             ("provision_budget", self.budget),
@@ -149,6 +165,9 @@ impl ProvisionSettings {
         }
         if self.execution_role_arn.as_deref().is_some_and(|arn| arn.trim().is_empty()) {
             return Err(Error::invalid_option("execution_role_arn", "must not be blank"));
+        }
+        for provider in &self.credential_providers {
+            provider.validate()?;
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Harness statuses: what each means for a wait.
 
-use aws_sdk_bedrockagentcorecontrol::types::HarnessStatus;
+use aws_sdk_bedrockagentcorecontrol::types::{HarnessEndpointStatus, HarnessStatus};
 
 /// What a harness status means for a wait (total over every status, known or not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,9 +37,11 @@ pub(crate) fn classify(status: &HarnessStatus) -> HarnessStatusClass {
     }
 }
 
-/// A status as the errors and events name it.
-pub(super) fn status_text(status: &HarnessStatus) -> String {
-    status.as_str().to_string()
+/// Classifies a harness endpoint's status. The service model gives endpoints the same vocabulary as harnesses
+/// (two enums with the same values), so one classification serves both: an endpoint status this SDK does not know
+/// as a harness status is [`HarnessStatusClass::Unknown`].
+pub(crate) fn classify_endpoint(status: &HarnessEndpointStatus) -> HarnessStatusClass {
+    classify(&HarnessStatus::from(status.as_str()))
 }
 
 #[cfg(test)]
@@ -76,6 +78,20 @@ mod tests {
         for status in declared {
             assert_ne!(classify(&HarnessStatus::from(*status)), HarnessStatusClass::Unknown, "{status}");
         }
+    }
+
+    /// The endpoint wait relies on the two vocabularies being one: every endpoint status the service model declares
+    /// lands in the class of the harness status of the same name, none in `Unknown`.
+    #[test]
+    fn every_endpoint_status_is_classified_as_its_harness_namesake() {
+        let declared = HarnessEndpointStatus::values();
+        assert!(declared.len() >= 7, "{declared:?}");
+        for status in declared {
+            let class = classify_endpoint(&HarnessEndpointStatus::from(*status));
+            assert_ne!(class, HarnessStatusClass::Unknown, "{status}");
+            assert_eq!(class, classify(&HarnessStatus::from(*status)), "{status}");
+        }
+        assert_eq!(classify_endpoint(&HarnessEndpointStatus::from("INACTIVE")), HarnessStatusClass::Unknown);
     }
 
     #[test]
