@@ -2,6 +2,8 @@
 //! of [`RosterEntry`]s, and its wire form.
 
 use managed_agents_core::{Error, split_catalog_id};
+
+use crate::wire::model::native_model;
 use serde_json::{Value, json};
 
 /// The most entries a coordinator's roster may have.
@@ -122,11 +124,11 @@ impl Multiagent {
                 RosterEntry::Agent { id, .. } if !ids.insert(id.as_str()) => {
                     return invalid(format!("agent `{id}` is listed twice"));
                 }
-                RosterEntry::Advisor { model } => match split_catalog_id(model) {
-                    (_, bare) if bare.trim().is_empty() => return invalid("the advisor's model is empty".into()),
-                    (None | Some("anthropic"), _) => {}
-                    (Some(_), _) => return Err(Error::unsupported_model("claude", model.as_str())),
-                },
+                RosterEntry::Advisor { model } => {
+                    if native_model(model)?.trim().is_empty() {
+                        return invalid("the advisor's model is empty".into());
+                    }
+                }
                 _ => {}
             }
         }
