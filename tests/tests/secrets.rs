@@ -426,8 +426,9 @@ fn lookup() -> ToolSchema {
     ToolSchema::with_string_params("lookup", "Looks a city up", &["city"])
 }
 
-fn agent_spec(name: &str) -> AgentSpec {
-    AgentSpec::new(name, "You look cities up.").model("anthropic:claude-sonnet-4-6").tool(lookup())
+/// An agent on `model` (a catalog id the provider serves).
+fn agent_spec(name: &str, model: &str) -> AgentSpec {
+    AgentSpec::new(name, "You look cities up.").model(model).tool(lookup())
 }
 
 /// The authority (`127.0.0.1:port`) of a base URL, which the HTTP client logs when it connects.
@@ -547,7 +548,7 @@ async fn claude_sessions(printed: &mut Printed, expected: &mut Expected) {
     let (_emulator, provider, _) =
         claude(Script::new().turn(ScriptTurn::text("provisioned")), Default::default()).await;
     let environment = EnvironmentSpec::new();
-    let handle = provider.provision(&agent_spec("secrets_agent"), Some(&environment)).await;
+    let handle = provider.provision(&agent_spec("secrets_agent", "anthropic:claude-sonnet-4-6"), Some(&environment)).await;
     printed.any("Claude provision", &handle);
     let handle = handle.expect("provisioned on the emulator");
     let options = SessionOptions::new().agent(handle.clone()).prompt("go").timeout(RUN_TIMEOUT);
@@ -703,7 +704,7 @@ async fn agentcore_sessions(printed: &mut Printed, expected: &mut Expected) {
 
     // Provisioning a harness, a session on it, teardown; runtime commands and session-storage artifacts.
     let (emulator, provider, _) = agentcore(Script::new().turn(ScriptTurn::text("provisioned"))).await;
-    let handle = provider.provision(&agent_spec("secrets_harness"), None).await;
+    let handle = provider.provision(&agent_spec("secrets_harness", "bedrock:anthropic.claude-sonnet-4-6-v1:0"), None).await;
     printed.any("AgentCore provision", &handle);
     let handle = handle.expect("provisioned on the emulator");
     let options = SessionOptions::new().agent(handle.clone()).prompt("go").timeout(RUN_TIMEOUT);
@@ -841,7 +842,7 @@ async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
         printed.0.push((format!("SessionInfo {index} {{:?}}"), info.clone()));
         printed.0.push((format!("SessionInfo {index} {{:#?}}"), pretty.clone()));
     }
-    assert!(!infos.lock().unwrap_or_else(PoisonError::into_inner).is_empty(), "the handler saw its session");
+    assert!(!infos.lock().unwrap_or_else(PoisonError::into_inner).is_empty(), "the handler saw its session: {outcome:?}");
     assert!(printed.outcome("Local per-run key", &outcome), "{outcome:?}");
     assert!(received(&emulator, "authorization", &format!("Bearer {LOCAL_RUN_KEY}")), "the per-run key was sent");
     let options =
@@ -885,7 +886,7 @@ async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
 
     // Provisioning (the in-process registry), a session on the agent, teardown.
     let (_emulator, provider) = local(Script::new().turn(ScriptTurn::text("provisioned"))).await;
-    let handle = provider.provision(&agent_spec("secrets_local"), None).await;
+    let handle = provider.provision(&agent_spec("secrets_local", "openai:gpt-4.1"), None).await;
     printed.any("Local provision", &handle);
     let handle = handle.expect("provisioned");
     let options = SessionOptions::new().agent(handle.clone()).prompt("go").timeout(RUN_TIMEOUT);
