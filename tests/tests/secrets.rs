@@ -548,7 +548,8 @@ async fn claude_sessions(printed: &mut Printed, expected: &mut Expected) {
     let (_emulator, provider, _) =
         claude(Script::new().turn(ScriptTurn::text("provisioned")), Default::default()).await;
     let environment = EnvironmentSpec::new();
-    let handle = provider.provision(&agent_spec("secrets_agent", "anthropic:claude-sonnet-4-6"), Some(&environment)).await;
+    let handle =
+        provider.provision(&agent_spec("secrets_agent", "anthropic:claude-sonnet-4-6"), Some(&environment)).await;
     printed.any("Claude provision", &handle);
     let handle = handle.expect("provisioned on the emulator");
     let options = SessionOptions::new().agent(handle.clone()).prompt("go").timeout(RUN_TIMEOUT);
@@ -704,7 +705,8 @@ async fn agentcore_sessions(printed: &mut Printed, expected: &mut Expected) {
 
     // Provisioning a harness, a session on it, teardown; runtime commands and session-storage artifacts.
     let (emulator, provider, _) = agentcore(Script::new().turn(ScriptTurn::text("provisioned"))).await;
-    let handle = provider.provision(&agent_spec("secrets_harness", "bedrock:anthropic.claude-sonnet-4-6-v1:0"), None).await;
+    let handle =
+        provider.provision(&agent_spec("secrets_harness", "bedrock:anthropic.claude-sonnet-4-6-v1:0"), None).await;
     printed.any("AgentCore provision", &handle);
     let handle = handle.expect("provisioned on the emulator");
     let options = SessionOptions::new().agent(handle.clone()).prompt("go").timeout(RUN_TIMEOUT);
@@ -842,7 +844,10 @@ async fn local_sessions(printed: &mut Printed, expected: &mut Expected) {
         printed.0.push((format!("SessionInfo {index} {{:?}}"), info.clone()));
         printed.0.push((format!("SessionInfo {index} {{:#?}}"), pretty.clone()));
     }
-    assert!(!infos.lock().unwrap_or_else(PoisonError::into_inner).is_empty(), "the handler saw its session: {outcome:?}");
+    assert!(
+        !infos.lock().unwrap_or_else(PoisonError::into_inner).is_empty(),
+        "the handler saw its session: {outcome:?}"
+    );
     assert!(printed.outcome("Local per-run key", &outcome), "{outcome:?}");
     assert!(received(&emulator, "authorization", &format!("Bearer {LOCAL_RUN_KEY}")), "the per-run key was sent");
     let options =

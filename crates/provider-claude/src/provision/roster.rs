@@ -124,10 +124,8 @@ impl Multiagent {
                 RosterEntry::Agent { id, .. } if !ids.insert(id.as_str()) => {
                     return invalid(format!("agent `{id}` is listed twice"));
                 }
-                RosterEntry::Advisor { model } => {
-                    if native_model(model)?.trim().is_empty() {
-                        return invalid("the advisor's model is empty".into());
-                    }
+                RosterEntry::Advisor { model } if native_model(model)?.trim().is_empty() => {
+                    return invalid("the advisor's model is empty".into());
                 }
                 _ => {}
             }
