@@ -6,13 +6,10 @@
 
 mod support;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use libtest_mimic::{Arguments, Completion, Trial};
 use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::{RecordedInput, Script, ScriptTurn};
@@ -21,18 +18,9 @@ use managed_agents_core::conversation::{ConversationFilter, ConversationStatus, 
 use managed_agents_core::{AgentHandle, Error, Provider, ToolResult, tool_fn};
 use managed_agents_host::{BusyPolicy, Host, HostBuilder, RequestOptions};
 use serde_json::{Map, json};
-use support::{Kind, Place, Tapped, Taps, unique};
+use support::{Place, Tapped, Taps, Test, unique};
 
-type Test = fn(Place) -> Pin<Box<dyn Future<Output = ()>>>;
-
-/// Each test as `(name, function)`.
-macro_rules! tests {
-    ($($name:ident),* $(,)?) => {
-        &[$((stringify!($name), |place| Box::pin($name(place)))),*]
-    };
-}
-
-const TESTS: &[(&str, Test)] = tests![
+const TESTS: &[(&str, Test)] = crate::store_tests![
     a_conversation_continues_in_its_session,
     two_hosts_never_drive_one_conversation_at_once,
     a_busy_conversation_fails_fast,
@@ -49,20 +37,7 @@ const TESTS: &[(&str, Test)] = tests![
 ];
 
 fn main() -> std::process::ExitCode {
-    let mut trials = Vec::new();
-    for kind in [Kind::Memory, Kind::Sqlite, Kind::Postgres] {
-        for (name, test) in TESTS {
-            let test = *test;
-            trials.push(Trial::ignorable_test(format!("{}::{name}", kind.label()), move || {
-                if let Some(reason) = kind.unavailable() {
-                    return Ok(Completion::ignored_with(reason));
-                }
-                support::runtime().block_on(test(Place::new(kind)));
-                Ok(Completion::Completed)
-            }));
-        }
-    }
-    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+    support::run_on_every_store(TESTS)
 }
 
 /// The emulator, a provider pointed at it, and the agent to run.

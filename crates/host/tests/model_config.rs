@@ -7,13 +7,10 @@
 
 mod support;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use libtest_mimic::{Arguments, Completion, Trial};
 use managed_agents_conformance::reference::RequestResponseReference;
 use managed_agents_conformance::{Script, ScriptTurn};
 use managed_agents_core::conversation::Conversation;
@@ -23,17 +20,9 @@ use managed_agents_core::{
 };
 use managed_agents_host::{Host, RequestOptions};
 use serde_json::{Value, json};
-use support::{Kind, Place, unique};
+use support::{Kind, Place, Test, unique};
 
-type Test = fn(Place) -> Pin<Box<dyn Future<Output = ()>>>;
-
-macro_rules! tests {
-    ($($name:ident),* $(,)?) => {
-        &[$((stringify!($name), |place| Box::pin($name(place)))),*]
-    };
-}
-
-const TESTS: &[(&str, Test)] = tests![
+const TESTS: &[(&str, Test)] = crate::store_tests![
     the_model_config_is_stored_without_its_credential,
     a_later_request_runs_with_the_stored_model,
     a_credential_on_a_provider_without_a_data_plane_is_refused_before_anything,
@@ -43,20 +32,7 @@ const TESTS: &[(&str, Test)] = tests![
 ];
 
 fn main() -> std::process::ExitCode {
-    let mut trials = Vec::new();
-    for kind in [Kind::Memory, Kind::Sqlite, Kind::Postgres] {
-        for (name, test) in TESTS {
-            let test = *test;
-            trials.push(Trial::ignorable_test(format!("{}::{name}", kind.label()), move || {
-                if let Some(reason) = kind.unavailable() {
-                    return Ok(Completion::ignored_with(reason));
-                }
-                support::runtime().block_on(test(Place::new(kind)));
-                Ok(Completion::Completed)
-            }));
-        }
-    }
-    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+    support::run_on_every_store(TESTS)
 }
 
 /// `inner`, choosing the model per run and taking a run's credential and destination (its data plane is

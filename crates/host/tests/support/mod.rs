@@ -247,3 +247,34 @@ pub async fn local(
         .expect("provider");
     (emulator, Arc::new(provider))
 }
+
+/// One test of a per-store harness: it runs on the place it is given.
+pub type Test = fn(Place) -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
+
+/// Each test function as `(name, Test)`, for [`run_on_every_store`].
+#[macro_export]
+macro_rules! store_tests {
+    ($($name:ident),* $(,)?) => {
+        &[$((stringify!($name), |place| Box::pin($name(place)))),*]
+    };
+}
+
+/// Runs each of `tests` on every store, as `<store>::<name>`; a store that is not available here (PostgreSQL
+/// without `MANAGED_AGENTS_POSTGRES_URL`) reports its tests as ignored, with the reason.
+pub fn run_on_every_store(tests: &'static [(&'static str, Test)]) -> std::process::ExitCode {
+    use libtest_mimic::{Arguments, Completion, Trial};
+    let mut trials = Vec::new();
+    for kind in [Kind::Memory, Kind::Sqlite, Kind::Postgres] {
+        for (name, test) in tests {
+            let test = *test;
+            trials.push(Trial::ignorable_test(format!("{}::{name}", kind.label()), move || {
+                if let Some(reason) = kind.unavailable() {
+                    return Ok(Completion::ignored_with(reason));
+                }
+                runtime().block_on(test(Place::new(kind)));
+                Ok(Completion::Completed)
+            }));
+        }
+    }
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+}
