@@ -152,6 +152,12 @@ macro_rules! backoff_setters {
 ///
 /// Every field value is safe: delays saturate at `max` and a NaN or out-of-range `jitter` is clamped. Build
 /// one with [`RetryPolicy::default`] or [`RetryPolicy::none`] and the `with_*` methods.
+///
+/// With feature `http`, the shared HTTP client logs each retry as a `WARN` event of target
+/// `managed_agents_core::http::client` with the fields `retry` (its number, from 1), `delay` (the wait, as
+/// `Debug` of a `Duration`), `url` (`scheme://host/path` of the request, never its query string) and `error`
+/// (why the last attempt failed, in words). These names are a stable diagnostic that tools may show ("retrying
+/// in 2 s: connection refused at …").
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct RetryPolicy {

@@ -176,6 +176,7 @@ pub mod approval;
 pub mod artifacts;
 mod backoff;
 pub mod conversation;
+mod diagnostic;
 mod error;
 mod event;
 mod handler;
@@ -200,6 +201,7 @@ mod usage;
 /// (re-exported from the `async-trait` crate, so providers and handlers need no dependency of their own).
 pub use async_trait::async_trait;
 pub use backoff::{Backoff, RetryPolicy};
+pub use diagnostic::{cause_in_words, redacted_url};
 pub use error::{
     BoxError, Error, ErrorText, MAX_DISPLAYED_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_MALFORMED_RAW_BYTES, RawInput,
 };

@@ -13,9 +13,9 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::body::read_body;
 use super::retry::{retry_after, should_retry_header};
-use crate::Error;
-use crate::RetryPolicy;
+use crate::diagnostic::{cause_in_words, redacted_url};
 use crate::http_settings::{HttpOptions, HttpVersion};
+use crate::{Error, RetryPolicy};
 
 /// Which failures a request may be sent again after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,12 +89,16 @@ impl HttpClient {
         Ok(Self { client: builder.build(https) })
     }
 
-    /// Sends one request; `timeout` bounds the wait for the response head (not the body).
+    /// Sends one request; `timeout` bounds the wait for the response head (not the body). A failure to connect
+    /// ([`Error::Connect`]) or a broken connection ([`Error::Transport`]) names the target
+    /// ([`redacted_url`]: never its query string) and the cause in words, e.g.
+    /// `http://127.0.0.1:9/v1/chat/completions: connection refused`.
     pub async fn send(&self, request: Request<RequestBody>, timeout: Duration) -> Result<Response<Incoming>, Error> {
+        let target = target(request.uri());
         match tokio::time::timeout(timeout, self.client.request(request)).await {
             Ok(Ok(response)) => Ok(response),
-            Ok(Err(error)) if error.is_connect() => Err(Error::connect(describe(&error), error)),
-            Ok(Err(error)) => Err(Error::transport(describe(&error), error)),
+            Ok(Err(error)) if error.is_connect() => Err(Error::connect_message(describe(&target, &error))),
+            Ok(Err(error)) => Err(Error::transport_message(describe(&target, &error))),
             Err(_) => Err(Error::response_timeout(timeout)),
         }
     }
@@ -111,7 +115,9 @@ impl HttpClient {
     ) -> Result<Response<Incoming>, Error> {
         let mut retry = 0;
         loop {
-            let outcome = self.send(build()?, timeout).await;
+            let request = build()?;
+            let url = target(request.uri());
+            let outcome = self.send(request, timeout).await;
             let (error, server_delay) = match outcome {
                 Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {
@@ -140,21 +146,22 @@ impl HttpClient {
             }
             retry += 1;
             let delay = policy.delay(retry, server_delay, fastrand::f64());
-            tracing::warn!(retry, ?delay, %error, "request failed; retrying");
+            tracing::warn!(retry, ?delay, %url, %error, "request failed; retrying");
             tokio::time::sleep(delay).await;
         }
     }
 }
 
-fn describe(error: &hyper_util::client::legacy::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
+/// The request's target for messages and logs: `scheme://authority/path`, without the query (see
+/// [`redacted_url`]).
+fn target(uri: &http::Uri) -> String {
+    redacted_url(&uri.to_string())
+}
+
+/// `target: cause in words`. The library's error is not kept as a source: its texts (`client error (Connect)`,
+/// `tcp connect error`) speak of its internals, not of the request.
+fn describe(target: &str, error: &hyper_util::client::legacy::Error) -> String {
+    format!("{target}: {}", cause_in_words(error))
 }
 
 /// Checks a base URL the way every provider's `build()` does: an absolute `http` or `https` URL with a host and no
