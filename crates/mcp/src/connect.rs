@@ -12,6 +12,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 
+use crate::failure;
+use crate::stderr::StderrLines;
 use crate::transport::{Http, Stdio, Transport};
 
 /// A live MCP session.
@@ -40,31 +42,49 @@ impl ClientHandler for Listener {
     }
 }
 
-/// Opens a session with the server `name` over `transport`.
-pub(crate) async fn open(name: &str, transport: &Transport, listener: Listener) -> Result<Opened, Error> {
+/// Opens a session with the server `name` over `transport`; a stdio server's standard error goes to `stderr`
+/// when given (inherited otherwise).
+pub(crate) async fn open(
+    name: &str,
+    transport: &Transport,
+    listener: Listener,
+    stderr: Option<&StderrLines>,
+) -> Result<Opened, Error> {
     match transport {
-        Transport::Stdio(stdio) => open_stdio(name, stdio, listener).await,
+        Transport::Stdio(stdio) => open_stdio(name, stdio, listener, stderr).await,
         Transport::Http(http) => open_http(name, http, listener).await,
     }
 }
 
-async fn open_stdio(name: &str, stdio: &Stdio, listener: Listener) -> Result<Opened, Error> {
+async fn open_stdio(
+    name: &str,
+    stdio: &Stdio,
+    listener: Listener,
+    stderr: Option<&StderrLines>,
+) -> Result<Opened, Error> {
     let mut command = tokio::process::Command::new(&stdio.program);
     command.args(&stdio.args).envs(&stdio.env).kill_on_drop(true);
     if let Some(cwd) = &stdio.cwd {
         command.current_dir(cwd);
     }
-    let (child, _stderr) = TokioChildProcess::builder(command).spawn().map_err(|error| {
-        Error::transport(format!("MCP server `{name}`: could not start `{}`", stdio.command_line()), error)
-    })?;
+    // A process group of its own: the terminal's Ctrl-C (SIGINT) and Ctrl-\ reach our group, not the server.
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut builder = TokioChildProcess::builder(command);
+    if stderr.is_some() {
+        builder = builder.stderr(std::process::Stdio::piped());
+    }
+    let (child, piped) = builder.spawn().map_err(|error| failure::not_started(name, stdio, &error))?;
+    if let (Some(lines), Some(piped)) = (stderr, piped) {
+        lines.forward(piped);
+    }
     let pid = child.id();
-    let session = listener.serve(child).await.map_err(|error| {
-        Error::transport(format!("MCP server `{name}` (`{}`): the MCP handshake failed", stdio.command_line()), error)
-    })?;
+    let session = listener.serve(child).await.map_err(|error| failure::stdio_handshake(name, stdio, &error))?;
     Ok(Opened { session, pid })
 }
 
 async fn open_http(name: &str, http: &Http, listener: Listener) -> Result<Opened, Error> {
+    failure::check_url(name, &http.url)?;
     let mut headers = HashMap::new();
     for (key, value) in &http.headers {
         let key = http::HeaderName::try_from(key.as_str()).map_err(|_| {
@@ -81,10 +101,7 @@ async fn open_http(name: &str, http: &Http, listener: Listener) -> Result<Opened
         config = config.auth_header(token.as_str());
     }
     let transport = StreamableHttpClientTransport::with_client(http_client(name)?, config);
-    let session = listener
-        .serve(transport)
-        .await
-        .map_err(|error| Error::transport(format!("MCP server `{name}` ({}): could not connect", http.url), error))?;
+    let session = listener.serve(transport).await.map_err(|error| failure::http_handshake(name, &http.url, &error))?;
     Ok(Opened { session, pid: None })
 }
 

@@ -35,10 +35,12 @@
 mod connect;
 mod content;
 mod error;
+mod failure;
 mod names;
 mod restart;
 mod server;
 mod state;
+mod stderr;
 mod tool;
 mod transport;
 

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use crate::names;
 use crate::restart::RestartPolicy;
 use crate::state::ServerState;
+use crate::stderr::StderrLines;
 use crate::tool::McpTool;
 use crate::transport::Transport;
 
@@ -25,6 +26,7 @@ pub struct McpServerBuilder {
     call_timeout: Duration,
     connect_timeout: Duration,
     restart: RestartPolicy,
+    stderr: Option<StderrLines>,
 }
 
 impl McpServerBuilder {
@@ -53,10 +55,22 @@ impl McpServerBuilder {
         self
     }
 
+    /// Gives each line a stdio server writes on its standard error to `f` instead of letting the server write
+    /// to ours (the default): without its `\n` or `\r\n`, invalid UTF-8 replaced by `U+FFFD`, and a line longer
+    /// than 8 KiB cut to its first 8 KiB (the rest of it is dropped). The lines are read on a task of their own
+    /// until the stream ends, so the server never waits on `f`; `f` runs on the runtime and should return
+    /// quickly. A restarted process keeps the same `f`. Over HTTP it is never called.
+    pub fn on_stderr(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.stderr = Some(StderrLines(Arc::new(f)));
+        self
+    }
+
     /// Starts (or reaches) the server and completes the MCP handshake. [`Error::InvalidOption`] for an empty name
-    /// or a zero time limit, or a restart backoff that [`Backoff::validate`](managed_agents_core::Backoff::validate)
-    /// refuses (option `restart`); [`Error::Transport`] when the server cannot be started, reached, or does not
-    /// complete the handshake in time.
+    /// or a zero time limit, a restart backoff that [`Backoff::validate`](managed_agents_core::Backoff::validate)
+    /// refuses (option `restart`), or an [`Http`](crate::Http) URL that is not an absolute `http(s)` URL with a
+    /// host (option `url`); [`Error::Connect`] when an HTTP server cannot be reached; [`Error::Transport`] when a
+    /// server cannot be started, fails or does not complete the handshake in time. The messages name the server,
+    /// its command line or URL (without a query string), and the cause in words.
     pub async fn connect(self) -> Result<McpServer, Error> {
         if self.name.trim().is_empty() {
             return Err(Error::invalid_option("name", "an MCP server needs a name"));
@@ -78,6 +92,7 @@ impl McpServerBuilder {
             self.call_timeout,
             self.connect_timeout,
             self.restart,
+            self.stderr,
         )
         .await?;
         Ok(McpServer { state })
@@ -101,6 +116,7 @@ impl McpServer {
             call_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
             restart: RestartPolicy::new(),
+            stderr: None,
         }
     }
 

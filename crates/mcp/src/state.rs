@@ -20,8 +20,9 @@ use tokio::sync::watch;
 use crate::connect::{self, Listener, Opened, Session};
 use crate::error::CallError;
 use crate::restart::RestartPolicy;
+use crate::stderr::StderrLines;
 use crate::transport::Transport;
-use crate::{content, names};
+use crate::{content, failure, names};
 
 /// What a server and its tools share: the settings, the live session, the last tool listing.
 pub(crate) struct ServerState {
@@ -31,6 +32,8 @@ pub(crate) struct ServerState {
     call_timeout: Duration,
     connect_timeout: Duration,
     restart: RestartPolicy,
+    /// Where a stdio server's standard error goes (inherited when `None`); the same for each restarted process.
+    stderr: Option<StderrLines>,
     /// The live session, `None` once it was found lost.
     session: tokio::sync::Mutex<Option<Arc<Session>>>,
     /// The last listing: each tool's schema (with its prefixed name) and its name on the server.
@@ -51,6 +54,7 @@ impl ServerState {
         call_timeout: Duration,
         connect_timeout: Duration,
         restart: RestartPolicy,
+        stderr: Option<StderrLines>,
     ) -> Result<Arc<Self>, Error> {
         let (changes, _) = watch::channel(0);
         let state = Arc::new(Self {
@@ -60,6 +64,7 @@ impl ServerState {
             call_timeout,
             connect_timeout,
             restart,
+            stderr,
             session: tokio::sync::Mutex::new(None),
             tools: Mutex::new(Vec::new()),
             changes,
@@ -111,7 +116,11 @@ impl ServerState {
             }),
         };
         Box::pin(async move {
-            match tokio::time::timeout(self.connect_timeout, connect::open(&self.name, &self.transport, listener)).await
+            match tokio::time::timeout(
+                self.connect_timeout,
+                connect::open(&self.name, &self.transport, listener, self.stderr.as_ref()),
+            )
+            .await
             {
                 Ok(result) => result,
                 Err(_) => Err(Error::transport(
@@ -195,7 +204,11 @@ impl ServerState {
                         format!("tools/list: {}", data.message),
                         false,
                     ),
-                    other => Error::transport(format!("MCP server `{}`: tools/list failed", self.name), other),
+                    other => Error::transport_message(format!(
+                        "MCP server `{}`: tools/list failed: {}",
+                        self.name,
+                        failure::service_failure(&other)
+                    )),
                 });
             }
             Err(_) => {
@@ -248,7 +261,7 @@ impl ServerState {
                     }
                     ServiceError::Timeout { timeout } => CallError::TimedOut { server, tool, after: timeout },
                     error if lost(&error) => CallError::ServerStopped { server, tool },
-                    other => CallError::Failed { server, tool, message: other.to_string() },
+                    other => CallError::Failed { server, tool, message: failure::service_failure(&other) },
                 }
                 .into())
             }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use managed_agents_core::Error;
+use managed_agents_core::{Error, redacted_url};
 
 /// How to reach an MCP server. Built with [`Stdio::new`] or [`Http::new`], given to [`McpServer::builder`](crate::McpServer::builder).
 #[derive(Debug, Clone)]
@@ -21,14 +21,20 @@ impl Transport {
     pub(crate) fn describe(&self) -> String {
         match self {
             Self::Stdio(stdio) => stdio.command_line(),
-            Self::Http(http) => http.url.clone(),
+            Self::Http(http) => redacted_url(&http.url),
         }
     }
 }
 
 /// A server run as a child process, speaking MCP over its standard input and output. Its standard error is the
-/// parent's. The process is killed when the [`McpServer`](crate::McpServer) and all its tools are dropped.
+/// parent's unless [`McpServerBuilder::on_stderr`](crate::McpServerBuilder::on_stderr) takes its lines. The
+/// process is killed when the [`McpServer`](crate::McpServer) and all its tools are dropped.
 /// `Debug` shows the names of the environment variables set, not their values.
+///
+/// On Unix the process runs in a process group of its own, so the signals a terminal sends to its foreground
+/// group (Ctrl-C's `SIGINT`, Ctrl-\\'s `SIGQUIT`, Ctrl-Z's `SIGTSTP`) reach the program that started it but not
+/// the server: an interrupted turn leaves the server running for the next call. Dropping the server still
+/// kills it.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stdio {
@@ -153,8 +159,8 @@ impl From<Stdio> for Transport {
     }
 }
 
-/// A server at a URL, speaking MCP over streamable HTTP (`https://` or `http://`). Header values and the bearer
-/// token are not shown by `Debug`.
+/// A server at a URL, speaking MCP over streamable HTTP (`https://` or `http://`). Header values, the bearer
+/// token and the URL's query string are not shown by `Debug` or in messages.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Http {
@@ -188,7 +194,7 @@ impl Http {
 impl fmt::Debug for Http {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Http")
-            .field("url", &self.url)
+            .field("url", &redacted_url(&self.url))
             .field("headers", &redacted(&self.headers))
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
             .finish()
@@ -207,7 +213,8 @@ mod tests {
 
     #[test]
     fn debug_hides_header_values_and_the_token() {
-        let http = Http::new("https://example.com/mcp").header("x-api-key", "secret-1").bearer_token("secret-2");
+        let http =
+            Http::new("https://example.com/mcp?key=secret-0").header("x-api-key", "secret-1").bearer_token("secret-2");
         let shown = format!("{http:?}");
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.contains("x-api-key") && shown.contains("https://example.com/mcp"), "{shown}");

@@ -16,8 +16,8 @@ use libtest_mimic::{Arguments, Trial};
 use managed_agents_core::Error;
 use managed_agents_mcp::{CallError, Http, McpServer, McpServerBuilder, RestartPolicy, Stdio};
 use serde_json::{Value, json};
-use support::server::{INITIAL_TOOLS, PAGE};
-use support::{HttpServer, call, stdio_server, wait_until};
+use support::server::{INITIAL_TOOLS, LONG_LINE_BYTES, PAGE, STDERR_VAR};
+use support::{HttpServer, assert_in_words, call, chain, closed_port, stdio_server, wait_until};
 
 /// Where the server under test runs.
 #[derive(Clone, Copy, Debug)]
@@ -76,13 +76,21 @@ const TESTS: &[(&str, Test)] = tests![
     a_custom_prefix_replaces_the_server_name,
 ];
 
-const HTTP_TESTS: &[(&str, Test)] = tests![headers_and_the_bearer_token_reach_the_server];
+const HTTP_TESTS: &[(&str, Test)] = tests![
+    headers_and_the_bearer_token_reach_the_server,
+    a_closed_port_is_a_connect_error_that_names_the_url,
+    a_url_that_is_not_http_is_refused_before_connecting,
+    a_server_that_is_not_mcp_is_an_error_in_words,
+];
 
 const STDIO_TESTS: &[(&str, Test)] = tests![
     the_process_gets_its_environment_and_directory,
     dropping_the_server_ends_its_process,
     names_that_clash_are_refused,
     a_program_that_does_not_exist_is_a_transport_error,
+    a_server_that_exits_before_the_handshake_says_so,
+    stderr_lines_reach_the_callback_also_after_a_restart,
+    the_server_runs_in_a_process_group_of_its_own,
 ];
 
 fn main() -> std::process::ExitCode {
@@ -271,9 +279,103 @@ async fn a_program_that_does_not_exist_is_a_transport_error(_place: Place) {
     let stdio = Stdio::new("/nonexistent/managed-agents-mcp-server").arg("--flag");
     match McpServer::builder("ghost", stdio).connect().await {
         Err(error @ Error::Transport { .. }) => {
-            let text = error.to_string();
-            assert!(text.contains("could not start `/nonexistent/managed-agents-mcp-server --flag`"), "{text}");
+            let text = chain(&error);
+            assert_eq!(
+                text,
+                "transport error: MCP server `ghost`: could not start `/nonexistent/managed-agents-mcp-server --flag`: \
+                 no such file or directory (is it installed and on PATH?)"
+            );
         }
         other => panic!("expected a transport error, got {other:?}"),
     }
+}
+
+/// The lines the callback was given, one at a time, waited for.
+struct Lines(tokio::sync::mpsc::UnboundedReceiver<String>);
+
+impl Lines {
+    /// A callback for `on_stderr` and the receiver of its lines.
+    fn new() -> (impl Fn(&str) + Send + Sync + 'static, Self) {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        (move |line: &str| drop(sender.send(line.to_string())), Self(receiver))
+    }
+
+    async fn next(&mut self) -> String {
+        tokio::time::timeout(Duration::from_secs(10), self.0.recv())
+            .await
+            .expect("a line within 10 s")
+            .expect("the callback is alive")
+    }
+}
+
+async fn a_server_that_exits_before_the_handshake_says_so(_place: Place) {
+    let (callback, mut lines) = Lines::new();
+    let stdio = Stdio::new("sh").args(["-c", "echo 'no config file' >&2; exit 3"]);
+    let error = McpServer::builder("early", stdio).on_stderr(callback).connect().await.unwrap_err();
+    assert!(matches!(error, Error::Transport { .. }), "{error:?}");
+    let text = chain(&error);
+    assert_eq!(
+        text,
+        "transport error: MCP server `early` (`sh -c echo 'no config file' >&2; exit 3`): it exited before the MCP \
+         handshake"
+    );
+    assert_eq!(lines.next().await, "no config file", "what it said went to the callback");
+    let error = McpServer::builder("early", Stdio::new("sh").args(["-c", "exit 0"])).connect().await.unwrap_err();
+    assert!(chain(&error).ends_with("(`sh -c exit 0`): it exited before the MCP handshake"), "{error}");
+}
+
+async fn stderr_lines_reach_the_callback_also_after_a_restart(_place: Place) {
+    let (callback, mut lines) = Lines::new();
+    let stdio = stdio_server().env(STDERR_VAR, "1");
+    let restart = RestartPolicy::new().backoff(Duration::from_millis(20), Duration::from_millis(200));
+    let server = McpServer::builder("test", stdio).restart(restart).on_stderr(callback).connect().await.expect("up");
+    let long = "x".repeat(8 * 1024);
+    for expected in ["starting", "bad \u{fffd} byte", long.as_str(), "ready"] {
+        assert_eq!(lines.next().await, expected);
+    }
+    const { assert!(LONG_LINE_BYTES > 8 * 1024, "the long line is cut") };
+    let tools = server.tools().await.expect("the tools");
+    assert!(call(&tools, "test__exit", json!({})).await.is_err());
+    assert_eq!(call(&tools, "test__echo", json!({"text": "back"})).await.unwrap(), "back");
+    assert_eq!(server.restarts(), 1);
+    assert_eq!(lines.next().await, "starting", "the restarted process's lines reach the same callback");
+}
+
+async fn the_server_runs_in_a_process_group_of_its_own(place: Place) {
+    let server = place.connect().await;
+    let pid = server.process_id().expect("a process");
+    let group = support::process_group(&pid.to_string());
+    assert_eq!(group, pid, "the server leads a group of its own");
+    assert_ne!(group, support::process_group("self"), "not ours: the terminal's Ctrl-C does not reach it");
+}
+
+async fn a_closed_port_is_a_connect_error_that_names_the_url(_place: Place) {
+    let url = format!("http://127.0.0.1:{}/mcp", closed_port());
+    let error = McpServer::builder("remote", Http::new(format!("{url}?key=s3cr3t"))).connect().await.unwrap_err();
+    assert!(matches!(error, Error::Connect { .. }), "{error:?}");
+    let text = chain(&error);
+    assert_eq!(text, format!("cannot connect: MCP server `remote`: could not connect to {url}: connection refused"));
+    assert_in_words(&text);
+}
+
+async fn a_url_that_is_not_http_is_refused_before_connecting(_place: Place) {
+    for bad in ["notaurl", "ftp://example.com/mcp", "http://", "/mcp"] {
+        match McpServer::builder("remote", Http::new(bad)).connect().await {
+            Err(error @ Error::InvalidOption { option: "url", .. }) => {
+                let text = chain(&error);
+                assert!(text.contains(&format!("MCP server `remote`: `{bad}` is not an http(s) URL")), "{text}");
+                assert_in_words(&text);
+            }
+            other => panic!("expected the URL to be refused, got {other:?}"),
+        }
+    }
+}
+
+async fn a_server_that_is_not_mcp_is_an_error_in_words(_place: Place) {
+    let plain = HttpServer::start_not_mcp();
+    let error = McpServer::builder("remote", Http::new(plain.url())).connect().await.unwrap_err();
+    let text = chain(&error);
+    let named = format!("MCP server `remote` ({}): the MCP handshake failed: ", plain.url());
+    assert!(text.starts_with(&format!("transport error: {named}")) && text.contains("404"), "{text}");
+    assert_in_words(&text);
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use managed_agents_core::tools::DynTool;
-use managed_agents_core::{SessionInfo, ToolOutput, ToolUse};
+use managed_agents_core::{Error, SessionInfo, ToolOutput, ToolUse};
 use managed_agents_mcp::Stdio;
 use serde_json::{Map, Value};
 
@@ -41,8 +41,17 @@ pub struct HttpServer {
 impl HttpServer {
     /// Starts the server on `port` (0: any free port) and waits until it listens.
     pub fn start(port: u16) -> Self {
+        Self::start_as("http", port)
+    }
+
+    /// Starts a plain HTTP server that answers `404 Not Found` to every request, on any free port.
+    pub fn start_not_mcp() -> Self {
+        Self::start_as("not-mcp", 0)
+    }
+
+    fn start_as(mode: &str, port: u16) -> Self {
         let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-            .env(server::MODE_VAR, "http")
+            .env(server::MODE_VAR, mode)
             .env(server::PORT_VAR, port.to_string())
             .stdout(ProcessStdio::piped())
             .spawn()
@@ -90,4 +99,35 @@ pub async fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut()
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The process group of the process `pid` (`self` for this one), from `/proc/<pid>/stat`.
+pub fn process_group(pid: &str) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the process's status");
+    // `pid (comm) state ppid pgrp …`; the command may hold spaces and parentheses, so count from the last `)`.
+    let fields: Vec<&str> = stat.rsplit_once(')').expect("`(comm)`").1.split_whitespace().collect();
+    fields[2].parse().expect("a process group id")
+}
+
+/// `error`'s text followed by each of its causes, `: `-separated.
+pub fn chain(error: &Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}
+
+/// Asserts that `text` speaks to people: no Rust paths (`::`) or generics (`<`).
+pub fn assert_in_words(text: &str) {
+    assert!(!text.contains("::") && !text.contains('<'), "Rust in the message: {text}");
+}
+
+/// A loopback port nothing listens on: one the system just gave us, closed again.
+pub fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").port()
 }

@@ -1,6 +1,7 @@
 //! The in-repo MCP test server, on rmcp's server side: a test binary runs it when it is re-executed with
 //! `MANAGED_AGENTS_MCP_TEST_SERVER=stdio` (MCP on its standard input and output) or `=http` (streamable HTTP on
-//! 127.0.0.1, on `MANAGED_AGENTS_MCP_TEST_PORT` or any free port, printed as `port <n>` on standard output).
+//! 127.0.0.1, on `MANAGED_AGENTS_MCP_TEST_PORT` or any free port, printed as `port <n>` on standard output), or `=not-mcp` (a plain HTTP server that answers 404 to everything, on
+//! any free port, printed the same way).
 //!
 //! Tools: `echo`, `add` (typed arguments), `fail` (`isError`), `structured` (`structuredContent` only), `exit`
 //! (the process exits without answering), `announce` (adds the tool `late` and sends
@@ -24,6 +25,13 @@ use serde_json::{Map, Value, json};
 pub const MODE_VAR: &str = "MANAGED_AGENTS_MCP_TEST_SERVER";
 /// The port the HTTP server listens on.
 pub const PORT_VAR: &str = "MANAGED_AGENTS_MCP_TEST_PORT";
+/// With this variable set, the stdio server first writes [`STDERR_LINES`] on its standard error (the second with
+/// invalid UTF-8 and a `\r\n` ending), then a line of [`LONG_LINE_BYTES`] `x`, then `ready`.
+pub const STDERR_VAR: &str = "MANAGED_AGENTS_MCP_TEST_STDERR";
+/// The first lines the stdio server writes on its standard error with [`STDERR_VAR`].
+pub const STDERR_LINES: [&[u8]; 2] = [b"starting\n", b"bad \xff byte\r\n"];
+/// The length of its long line.
+pub const LONG_LINE_BYTES: usize = 20_000;
 /// Tools per page of `tools/list`.
 pub const PAGE: usize = 4;
 /// The tools listed before `announce` is called (without the clash pair).
@@ -36,14 +44,46 @@ pub fn run_if_asked() {
     runtime.block_on(async {
         match mode.as_str() {
             "stdio" => {
+                if std::env::var_os(STDERR_VAR).is_some() {
+                    write_stderr_lines();
+                }
                 let running = TestServer::default().serve(rmcp::transport::stdio()).await.expect("the handshake");
                 let _ = running.waiting().await;
             }
             "http" => serve_http().await,
+            "not-mcp" => serve_not_found().await,
             other => panic!("unknown server mode {other}"),
         }
     });
     std::process::exit(0);
+}
+
+fn write_stderr_lines() {
+    use std::io::Write;
+    let mut stderr = std::io::stderr().lock();
+    for line in STDERR_LINES {
+        stderr.write_all(line).expect("stderr");
+    }
+    stderr.write_all(&[b'x'; LONG_LINE_BYTES]).expect("stderr");
+    stderr.write_all(b"\nready\n").expect("stderr");
+    stderr.flush().expect("stderr");
+}
+
+/// A plain HTTP server that answers every request with `404 Not Found` (`=not-mcp`).
+async fn serve_not_found() {
+    use hyper_util::rt::TokioIo;
+
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
+    println!("port {}", listener.local_addr().expect("address").port());
+    loop {
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let service = hyper::service::service_fn(|_request| async {
+            let mut response = hyper::Response::new(String::from("not here"));
+            *response.status_mut() = hyper::StatusCode::NOT_FOUND;
+            Ok::<_, std::convert::Infallible>(response)
+        });
+        tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+    }
 }
 
 async fn serve_http() {
