@@ -34,7 +34,9 @@ impl Transport {
 /// On Unix the process runs in a process group of its own, so the signals a terminal sends to its foreground
 /// group (Ctrl-C's `SIGINT`, Ctrl-\\'s `SIGQUIT`, Ctrl-Z's `SIGTSTP`) reach the program that started it but not
 /// the server: an interrupted turn leaves the server running for the next call. Dropping the server still
-/// kills it.
+/// kills it (the process itself, not other processes it started in its group). A server outside the
+/// foreground group that writes to an inherited terminal is stopped when the terminal has `stty tostop` set;
+/// [`on_stderr`](crate::McpServerBuilder::on_stderr) avoids that.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stdio {
