@@ -50,7 +50,7 @@ macro_rules! __for_each_scenario {
                 live::message_queued_mid_turn: always,
                 live::send_event_passthrough: needs_streaming,
                 live::send_event_refused: needs_request_response,
-                live::interrupt_reaches_host: needs_interrupt,
+                live::interrupt_reaches_host: needs_pushed_interrupt,
                 live::interrupt_refused: needs_no_interrupt,
                 live::timeout_cleans_up: always,
                 live::cancellation_cleans_up: always,

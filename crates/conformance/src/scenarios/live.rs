@@ -11,7 +11,7 @@ use tokio::sync::{Barrier, Notify};
 
 use super::helpers::{assert_completed, kickoff, options, require};
 use super::requirements::{
-    needs_interrupt, needs_no_interrupt, needs_per_session_scripts, needs_request_response, needs_streaming,
+    needs_no_interrupt, needs_per_session_scripts, needs_pushed_interrupt, needs_request_response, needs_streaming,
 };
 use super::verdict::Verdict;
 use crate::backend::{Backend, Harness};
@@ -101,9 +101,9 @@ pub async fn send_event_refused<B: Backend>(backend: &B) -> Verdict {
     Verdict::Passed
 }
 
-/// An interrupt reaches a loop host with the interrupt capability.
+/// An interrupt reaches a streaming loop host with the interrupt capability.
 pub async fn interrupt_reaches_host<B: Backend>(backend: &B) -> Verdict {
-    require!(backend, needs_interrupt);
+    require!(backend, needs_pushed_interrupt);
     let (harness, session) = idle_live_session(backend).await;
     session.interrupt().await.expect("interrupt sent");
     assert_eq!(harness.log.inputs().last(), Some(&RecordedInput::Interrupt));
