@@ -52,6 +52,7 @@ macro_rules! __for_each_scenario {
                 live::send_event_refused: needs_request_response,
                 live::interrupt_reaches_host: needs_pushed_interrupt,
                 live::interrupt_refused: needs_no_interrupt,
+                live::interrupt_ends_the_turn_as_interrupted: needs_interrupt_mid_turn,
                 live::timeout_cleans_up: always,
                 live::cancellation_cleans_up: always,
                 reconnect::split_requires_action_recovery: needs_split,
