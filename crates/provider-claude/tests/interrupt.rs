@@ -80,3 +80,24 @@ async fn an_interrupt_stops_a_stalled_turn_and_the_next_message_plays_the_next_t
 async fn an_interrupt_stops_a_turn_waiting_on_a_tool_call_and_drops_the_call() {
     interrupted_then_answered(ScriptTurn::tool_call("call_block", "block", json!({})), true).await;
 }
+
+#[tokio::test]
+async fn an_interrupter_ends_a_synchronous_run_once_the_service_ends_the_turn() {
+    let script = Script::new().turn(ScriptTurn::text("Too late.").with_fault(Fault::Stall { duration: STALL }));
+    let emulator = ClaudeEmulator::start(script).await.expect("emulator");
+    let provider = emulator.provider_builder().retry(TEST_RETRY).build().expect("provider");
+    let (agent, environment) = emulator.seed_agent();
+    let interrupter = Interrupter::new();
+    let options =
+        SessionOptions::new().agent_id(agent).environment_id(environment).prompt("go").interrupter(interrupter.clone());
+    let running = Arc::new(Notify::new());
+    let run = Session::run(&provider, Watcher { running: Arc::clone(&running) }, options);
+    let press = async {
+        running.notified().await;
+        interrupter.interrupt();
+    };
+    let (result, ()) = timeout(PROMPTLY, async { tokio::join!(run, press) }).await.expect("ended at once");
+    let result = result.expect("an interrupted run is a result");
+    assert_eq!(result.terminal_reason, TerminalReason::Interrupted, "{result:?}");
+    assert_eq!(emulator.log().inputs().last(), Some(&RecordedInput::Interrupt));
+}
