@@ -490,7 +490,7 @@ mod harness {
 
         /// One arbitrary signal, whatever the machine waits on.
         fn chaos(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-            let signal = match u.int_in_range(0u8..=14)? {
+            let signal = match u.int_in_range(0u8..=15)? {
                 0 => Signal::Started,
                 1 => Signal::Connected,
                 2 => Signal::StreamEvent { event: event(u)?, boundary: bool::arbitrary(u)? },
@@ -515,6 +515,7 @@ mod harness {
                     let _ = self.machine.live_event(event);
                     return Ok(());
                 }
+                14 => Signal::Interrupted,
                 _ => Signal::UserMessage("hi".into()),
             };
             self.feed(signal);

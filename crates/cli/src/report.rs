@@ -98,6 +98,7 @@ pub fn reason_text(reason: TerminalReason) -> &'static str {
         TerminalReason::NoTerminalTool => "stopped: no terminal tool",
         TerminalReason::TimedOut => "timed out",
         TerminalReason::Error => "failed",
+        TerminalReason::Interrupted => "interrupted",
         _ => "stopped",
     }
 }

@@ -30,9 +30,10 @@ use crate::scenarios::{self, Verdict};
 /// managed_agents_conformance::conformance_suite!(
 ///     managed_agents_conformance::reference::StreamingReferenceBackend,
 ///     skip: [
-///         send_event_refused, interrupt_refused, concurrent_sessions_stay_apart, transcript_reattach,
-///         outcome_rejected_when_unsupported, confirmation_allow, confirmation_deny_with_message,
-///         confirmation_default_defers, per_run_destination_stays_apart, fault_http_429_live, fault_http_429_sync,
+///         send_event_refused, interrupt_refused, interrupt_ends_the_turn_as_interrupted,
+///         concurrent_sessions_stay_apart, transcript_reattach, outcome_rejected_when_unsupported,
+///         confirmation_allow, confirmation_deny_with_message, confirmation_default_defers,
+///         per_run_destination_stays_apart, fault_http_429_live, fault_http_429_sync,
 ///         fault_http_500_live, fault_http_500_sync, fault_http_529_live, fault_http_529_sync, fault_stall_live,
 ///         fault_stall_sync, fault_malformed_frame_live, fault_malformed_frame_sync, fault_truncated_turn_live,
 ///         fault_truncated_turn_sync,

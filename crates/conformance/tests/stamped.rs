@@ -50,6 +50,7 @@ macro_rules! declared {
 declared![
     send_event_refused,
     interrupt_refused,
+    interrupt_ends_the_turn_as_interrupted,
     concurrent_sessions_stay_apart,
     transcript_reattach,
     outcome_rejected_when_unsupported,

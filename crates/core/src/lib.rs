@@ -222,8 +222,8 @@ pub use secret::Secret;
 pub use seen::SeenIds;
 pub use session::{
     DEFAULT_MAX_REPROMPTS, DEFAULT_MAX_TURNS, DEFAULT_SEEN_WINDOW, DEFAULT_TIMEOUT, DEFAULT_TOOL_CONCURRENCY,
-    EventRetention, GuardContext, GuardDecision, Notification, ReconnectPolicy, Session, SessionHandle, SessionOptions,
-    TurnGuard,
+    EventRetention, GuardContext, GuardDecision, Interrupter, Notification, ReconnectPolicy, Session, SessionHandle,
+    SessionOptions, TurnGuard,
 };
 pub use spec::{AgentHandle, AgentSpec, EnvironmentHandle, EnvironmentSpec, Networking, Runtime};
 pub use thread::{MessageDirection, THREAD_UPDATE_TYPE, Thread, ThreadMessage, ThreadStatus, ThreadUpdate};

@@ -36,6 +36,11 @@ pub enum TerminalReason {
     TimedOut,
     /// An error stopped the session.
     Error,
+    /// The user interrupted the request (an interrupt was accepted while it ran): a streaming loop host ended
+    /// its turn after the interrupt ([`SessionResult::terminal`] is the turn's own, usually `EndTurn`), or the
+    /// session dropped the request/response turn or the tool batch in flight (`Terminated`). What was gathered
+    /// until then is kept. See [`Interrupter`](crate::Interrupter).
+    Interrupted,
 }
 
 /// The normalised outcome of one turn, as a provider's `normalize` returns it.
@@ -172,6 +177,7 @@ mod tests {
     fn terminal_serialises_snake_case() {
         assert_eq!(serde_json::to_value(Terminal::RequiresAction).unwrap(), json!("requires_action"));
         assert_eq!(serde_json::to_value(TerminalReason::NoTerminalTool).unwrap(), json!("no_terminal_tool"));
+        assert_eq!(serde_json::to_value(TerminalReason::Interrupted).unwrap(), json!("interrupted"));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use managed_agents_core::conversation::Conversation;
-use managed_agents_core::{ModelConfig, SessionHandle};
+use managed_agents_core::{Interrupter, ModelConfig, SessionHandle};
 
 use crate::lease::HeldLease;
 
@@ -29,6 +29,8 @@ pub(crate) struct Attached {
     /// The model configuration the live session runs with, credential included (in this process's memory only,
     /// as long as the session that holds it anyway).
     pub(crate) run: ModelConfig,
+    /// The interrupter the live session listens to (the attaching request's).
+    pub(crate) interrupter: Option<Interrupter>,
 }
 
 impl Attachments {

@@ -9,7 +9,9 @@ use managed_agents_core::conversation::{
     Conversation, ConversationFilter, ConversationStatus, SessionStore, StoredApproval,
 };
 use managed_agents_core::ledger;
-use managed_agents_core::{Error, Handler, ModelConfig, Provider, Session, SessionOptions, SessionResult, ToolUse};
+use managed_agents_core::{
+    Error, Handler, Interrupter, ModelConfig, Provider, Session, SessionOptions, SessionResult, ToolUse,
+};
 
 use crate::attachments::Attachments;
 use crate::lease::{BusyPolicy, HeldLease, LeaseRequest};
@@ -282,7 +284,10 @@ impl Host {
         // Refused here, nothing was sent and the record (if any) is as it was.
         let models = self.model_plan(&record, asked)?;
         let waiting = self.still_waiting(&record, lease).await?;
-        let options = self.options_for(&record, &request, waiting.clone(), &models.run);
+        let mut options = self.options_for(&record, &request, waiting.clone(), &models.run);
+        if let Some(interrupter) = &asked.interrupter {
+            options = options.interrupter(interrupter.clone());
+        }
         record.model_config = models.stored;
         record.status = ConversationStatus::Running;
         record.requests = record.requests.saturating_add(1);
@@ -412,10 +417,18 @@ impl Host {
         self.with_services(options.resume_tool_uses(waiting), record)
     }
 
-    /// The options of a live session kept attached to `record`'s session, running with `run` (nothing pending,
-    /// no prompt: it waits for messages).
-    pub(crate) fn live_options(&self, record: &Conversation, run: &ModelConfig) -> SessionOptions {
+    /// The options of a live session kept attached to `record`'s session, running with `run` and interrupted by
+    /// `interrupter` (nothing pending, no prompt: it waits for messages).
+    pub(crate) fn live_options(
+        &self,
+        record: &Conversation,
+        run: &ModelConfig,
+        interrupter: Option<&Interrupter>,
+    ) -> SessionOptions {
         let mut options = self.inner.options.clone().model_config(run.clone());
+        if let Some(interrupter) = interrupter {
+            options = options.interrupter(interrupter.clone());
+        }
         if let Some(agent) = &self.inner.agent {
             options = options.agent(agent.clone());
         }

@@ -60,7 +60,9 @@ impl Host {
         let (attached, outcome) = match slot.attached.take() {
             Some(mut attached) if !attached.lease.is_lost() => match self.model_plan(&attached.record, options) {
                 Err(error) => (Some(attached), Err(error)),
-                Ok(models) if models.run == attached.run => {
+                // The live session listens to the interrupter it was started with: a request with another one
+                // (or none, or one where it had none) gets a session of its own.
+                Ok(models) if models.run == attached.run && options.interrupter == attached.interrupter => {
                     attached.record.model_config = models.stored;
                     self.message_attached(attached, text).await
                 }
@@ -162,8 +164,11 @@ impl Host {
                 return (None, Ok(result));
             }
         };
-        match Session::start(self.provider(), self.handler(), self.live_options(&record, &run)).await {
-            Ok(handle) => (Some(Attached { handle, lease, record, run }), Ok(result)),
+        let interrupter = options.interrupter.clone();
+        match Session::start(self.provider(), self.handler(), self.live_options(&record, &run, interrupter.as_ref()))
+            .await
+        {
+            Ok(handle) => (Some(Attached { handle, lease, record, run, interrupter }), Ok(result)),
             Err(error) => {
                 // The request is done; the conversation just is not kept attached.
                 tracing::warn!(external_id, %error, "could not keep a conversation attached");

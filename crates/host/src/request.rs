@@ -1,7 +1,7 @@
 //! What one request asks for beyond its message ([`RequestOptions`]), and the model configuration it runs with:
 //! the request's choices laid over what the conversation stored, over the host's template.
 
-use managed_agents_core::{Error, ModelConfig};
+use managed_agents_core::{Error, Interrupter, ModelConfig};
 use serde_json::{Map, Value};
 
 /// What one request of a conversation ([`Host::send_with`](crate::Host::send_with),
@@ -17,6 +17,15 @@ pub struct RequestOptions {
     /// conversation's stored ones, and are stored for the requests after it; its credential is used by this
     /// request only and never stored. See the [crate documentation](crate#model-configuration).
     pub model_config: ModelConfig,
+    /// Interrupts the request's turn when pressed ([`SessionOptions::interrupter`]): an interrupted request ends
+    /// as [`TerminalReason::Interrupted`] and the conversation goes on from it. A conversation kept attached
+    /// ([`HostBuilder::keep_attached`](crate::HostBuilder::keep_attached)) stays attached only while its requests
+    /// give the same interrupter (or none). Compared by identity: two options are equal when they give clones of
+    /// one interrupter.
+    ///
+    /// [`SessionOptions::interrupter`]: managed_agents_core::SessionOptions::interrupter
+    /// [`TerminalReason::Interrupted`]: managed_agents_core::TerminalReason::Interrupted
+    pub interrupter: Option<Interrupter>,
 }
 
 impl RequestOptions {
@@ -40,6 +49,12 @@ impl RequestOptions {
     /// With this model configuration.
     pub fn model_config(mut self, config: ModelConfig) -> Self {
         self.model_config = config;
+        self
+    }
+
+    /// With this interrupter (see [`RequestOptions::interrupter`]).
+    pub fn interrupter(mut self, interrupter: Interrupter) -> Self {
+        self.interrupter = Some(interrupter);
         self
     }
 }

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::ClaudeEmulator;
-use managed_agents_conformance::{RecordedInput, Script, ScriptTurn};
+use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptTurn, Scripts};
 use managed_agents_core::approval::{Decision, permission_fn};
 use managed_agents_core::conversation::{ConversationFilter, ConversationStatus, SessionStore};
-use managed_agents_core::{AgentHandle, Error, Provider, ToolResult, tool_fn};
+use managed_agents_core::{AgentHandle, Error, Interrupter, Provider, TerminalReason, ToolResult, tool_fn};
 use managed_agents_host::{BusyPolicy, Host, HostBuilder, RequestOptions};
+use managed_agents_local::emulator::LocalEmulator;
 use serde_json::{Map, json};
 use support::{Place, Tapped, Taps, Test, unique};
 
@@ -34,6 +35,7 @@ const TESTS: &[(&str, Test)] = crate::store_tests![
     a_request_cut_short_is_resumed_by_the_next_message,
     two_approvals_in_a_row_post_each_answer_once,
     a_failed_request_leaves_no_calls_for_the_next,
+    an_interrupted_request_ends_interrupted_and_the_next_send_continues,
 ];
 
 fn main() -> std::process::ExitCode {
@@ -542,4 +544,49 @@ async fn a_failed_request_leaves_no_calls_for_the_next(place: Place) {
     assert_eq!(record.transcript, stored, "the failed request's transcript is not kept");
     assert_eq!(host.send(&id, "anything else?").await.expect("third").text, "fine");
     assert_eq!(runs.load(Ordering::SeqCst), 0, "the call the guard stopped never ran");
+}
+
+/// An interrupt cancels a Local request's stalled chat call: the request ends as interrupted (its conversation
+/// keeps the message it sent), and the next send continues the conversation.
+async fn an_interrupted_request_ends_interrupted_and_the_next_send_continues(place: Place) {
+    // The factory of a per-session script runs at the conversation's first chat call: the request is in flight.
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let notice = Arc::clone(&arrived);
+    let scripts = Scripts::per_session(move |_| {
+        notice.notify_one();
+        let stall = Fault::Stall { duration: Duration::from_secs(600) };
+        Script::new().turn(ScriptTurn::text("The stalled answer.").with_fault(stall))
+    });
+    let emulator = LocalEmulator::start(scripts).await.expect("emulator");
+    let provider: Arc<dyn Provider> = Arc::new(emulator.provider_builder().build().expect("provider"));
+    let handler = tool_fn(|_, _| async { Ok(String::new()) });
+    let host = Host::builder(provider, place.open().await, handler).build().expect("host");
+    let id = unique("interrupted");
+    let interrupter = Interrupter::new();
+    let options = RequestOptions::new().interrupter(interrupter.clone());
+
+    let send = host.send_with(&id, "first", options.clone());
+    let press = async {
+        arrived.notified().await;
+        interrupter.interrupt();
+    };
+    let (result, ()) =
+        tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(send, press) }).await.expect("at once");
+    let result = result.expect("an interrupted request is a result");
+    assert_eq!(result.terminal_reason, TerminalReason::Interrupted, "{result:?}");
+
+    // The stalled call never played its turn (the emulator counts it only for a client still waiting): the next
+    // request gets it, served whole.
+    let result = host.send_with(&id, "second", options).await.expect("the next send");
+    assert_eq!(result.terminal_reason, TerminalReason::Completed, "{result:?}");
+    assert_eq!(result.text, "The stalled answer.");
+    let requests = emulator.requests();
+    let users: Vec<&str> = requests.last().expect("a request")["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(users, ["first", "second"], "the conversation went on from the interrupted request");
 }

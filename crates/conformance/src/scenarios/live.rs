@@ -5,19 +5,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use managed_agents_core::{Error, Event, Session, SessionHandle, Terminal, TerminalReason, tool_fn};
+use managed_agents_core::{Error, Event, Interrupter, Session, SessionHandle, Terminal, TerminalReason, tool_fn};
 use serde_json::json;
 use tokio::sync::{Barrier, Notify};
 
 use super::helpers::{assert_completed, kickoff, options, require};
 use super::requirements::{
-    needs_interrupt, needs_no_interrupt, needs_per_session_scripts, needs_request_response, needs_streaming,
+    needs_interrupt_mid_turn, needs_no_interrupt, needs_per_session_scripts, needs_pushed_interrupt,
+    needs_request_response, needs_streaming,
 };
 use super::verdict::Verdict;
 use crate::backend::{Backend, Harness};
 use crate::log::RecordedInput;
 use crate::player::Scripts;
-use crate::script::{Script, ScriptTurn};
+use crate::script::{Fault, Script, ScriptTurn};
 use crate::support::{EchoTools, TaskCounter, TaskDrops, blocking_tool};
 
 /// A live session stays up after its result; a follow-up message starts a new request with fresh counters.
@@ -101,12 +102,46 @@ pub async fn send_event_refused<B: Backend>(backend: &B) -> Verdict {
     Verdict::Passed
 }
 
-/// An interrupt reaches a loop host with the interrupt capability.
+/// An interrupt reaches a streaming loop host with the interrupt capability.
 pub async fn interrupt_reaches_host<B: Backend>(backend: &B) -> Verdict {
-    require!(backend, needs_interrupt);
+    require!(backend, needs_pushed_interrupt);
     let (harness, session) = idle_live_session(backend).await;
     session.interrupt().await.expect("interrupt sent");
     assert_eq!(harness.log.inputs().last(), Some(&RecordedInput::Interrupt));
+    session.close().await;
+    Verdict::Passed
+}
+
+/// An interrupter pressed while a turn stalls ends the request promptly as `Interrupted` (streaming: once the loop
+/// host ends the turn; request/response: the call in flight is dropped), and the session answers its next message.
+/// The backend learns the turn is in flight when its per-session script is made (at the session's first input).
+///
+/// Which turn answers the message is the backend's: one that spends an interrupted turn (a loop host) plays the
+/// next, one that cannot tell an interrupted call from a timed-out one (a chat server) plays the stalled turn
+/// again, served whole.
+pub async fn interrupt_ends_the_turn_as_interrupted<B: Backend>(backend: &B) -> Verdict {
+    require!(backend, needs_interrupt_mid_turn);
+    let in_flight = Arc::new(Notify::new());
+    let notice = Arc::clone(&in_flight);
+    let scripts = Scripts::per_session(move |_| {
+        notice.notify_one();
+        Script::new()
+            .turn(ScriptTurn::text("Stalled.").with_fault(Fault::Stall { duration: Duration::from_secs(600) }))
+            .turn(ScriptTurn::text("After."))
+    });
+    let harness = backend.start_per_session(scripts).await.expect("the backend declares per-session scripts");
+    let interrupter = Interrupter::new();
+    let options = options(&harness).interrupter(interrupter.clone());
+    let mut session = Session::start(Arc::clone(&harness.provider), EchoTools, options).await.expect("start");
+    in_flight.notified().await;
+    interrupter.interrupt();
+    let promptly = Duration::from_secs(10);
+    let result = tokio::time::timeout(promptly, session.next_result()).await.expect("ended at once").expect("result");
+    assert_eq!(result.terminal_reason, TerminalReason::Interrupted, "{result:?}");
+    session.message("again").expect("message");
+    let result = tokio::time::timeout(promptly, session.next_result()).await.expect("answered").expect("result");
+    assert_eq!(result.terminal_reason, TerminalReason::Completed, "{result:?}");
+    assert!(["After.", "Stalled."].contains(&result.text.as_str()), "answered from the script: {result:?}");
     session.close().await;
     Verdict::Passed
 }

@@ -21,6 +21,19 @@ pub(super) fn needs_interrupt(c: &BackendCapabilities) -> Option<&'static str> {
     (!c.provider.interrupt).then_some("the provider has no interrupt capability (see interrupt_refused)")
 }
 
+pub(super) fn needs_pushed_interrupt(c: &BackendCapabilities) -> Option<&'static str> {
+    needs_interrupt(c).or_else(|| {
+        (c.mode != Mode::Streaming)
+            .then_some("a request/response provider cancels the turn on an interrupt instead of sending one")
+    })
+}
+
+pub(super) fn needs_interrupt_mid_turn(c: &BackendCapabilities) -> Option<&'static str> {
+    needs_interrupt(c)
+        .or_else(|| needs_per_session_scripts(c))
+        .or_else(|| c.fault(FaultCase::Stall).is_none().then_some("the backend cannot stall a turn to interrupt it"))
+}
+
 pub(super) fn needs_no_interrupt(c: &BackendCapabilities) -> Option<&'static str> {
     c.provider.interrupt.then_some("the provider supports interrupts (see interrupt_reaches_host)")
 }

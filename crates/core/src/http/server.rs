@@ -103,7 +103,11 @@ impl ResponseBody {
         let (sender, body) = Self::channel();
         tokio::spawn(async move {
             if let Some(stall) = pacing.stall {
-                tokio::time::sleep(stall).await;
+                // A client that hangs up during the stall (a timeout, an interrupt) ends the body at once.
+                tokio::select! {
+                    () = tokio::time::sleep(stall) => {}
+                    () = sender.closed() => return,
+                }
             }
             if let Some(claim) = pacing.claim
                 && (sender.is_closed() || !claim())

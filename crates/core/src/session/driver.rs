@@ -12,9 +12,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::handle::{LiveLink, Notification, next_command};
+use super::handle::{LiveLink, Notification};
+use super::interrupter::Presses;
 use super::machine::{Command, Machine, MachineConfig, Phase, Signal};
-use super::mid_wait::{MidWait, MidWaitAnswers, WaitKind};
+use super::mid_wait::{MidWait, MidWaitAnswers, WaitKind, next_command};
 use super::options::SessionOptions;
 use super::telemetry;
 use super::tools::{ApprovalDesk, BatchOutcome, ToolBatch, ToolServices, ToolSettings};
@@ -70,6 +71,8 @@ pub(crate) struct Driver<'p, P: Provider + ?Sized> {
     reconnect: ReconnectPolicy,
     /// The channels to the handle (live sessions).
     live: Option<LiveLink>,
+    /// The presses of the session's interrupter, if it has one.
+    presses: Presses,
     /// When a synchronous run times out, and its timeout.
     deadline: Option<(Instant, Duration)>,
     awaiting: Awaiting,
@@ -118,6 +121,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             },
             reconnect: options.reconnect,
             live,
+            presses: Presses::of(options.interrupter.as_ref()),
             deadline: deadline.map(|at| (at, options.timeout)),
             awaiting: Awaiting::Events,
             answers,
@@ -191,6 +195,13 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 let batch = ToolBatch::spawn(uses, &self.tool_services, &self.info, self.tool_settings);
                 self.expect(Awaiting::Tools(batch))
             }
+            Command::DropTools => {
+                if matches!(self.awaiting, Awaiting::Tools(_)) {
+                    // Dropping the batch aborts its tasks.
+                    self.awaiting = Awaiting::Events;
+                }
+                Step::Continue
+            }
             Command::RecoverPendingToolUses(events) => {
                 match catch_unwind(AssertUnwindSafe(|| self.provider.pending_tool_uses(&events))) {
                     Ok(uses) => Step::Feed(Signal::Recovered(uses)),
@@ -244,8 +255,16 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             MidWait::Answered => Step::Continue,
             MidWait::Message(text) => Step::Feed(Signal::UserMessage(text)),
             MidWait::Push { input, operation, reply } => {
-                let _ = reply.send(self.push_raw(input, operation).await);
-                Step::Continue
+                let interrupt = matches!(input, TurnInput::Interrupt);
+                let pushed = self.push_raw(input, operation).await;
+                let accepted = interrupt && pushed.is_ok();
+                let _ = reply.send(pushed);
+                if accepted { Step::Feed(Signal::Interrupted) } else { Step::Continue }
+            }
+            MidWait::Cancel(reply) => {
+                // The wait let go of the poll already; the machine drops a batch (`DropTools`) and ends the request.
+                let _ = reply.send(Ok(()));
+                Step::Feed(Signal::Interrupted)
             }
             MidWait::Closed => Step::End(Err(Error::Closed)),
         }
@@ -272,7 +291,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
             return Wake::Handle(MidWait::Closed);
         }
         let reading = matches!(phase, Phase::AwaitConnect | Phase::InFlight | Phase::Idle) && self.machine.stream_up();
-        let Self { connection, live, deadline, provider, answers, .. } = self;
+        let Self { connection, live, presses, deadline, provider, answers, .. } = self;
         let mut stream = match connection {
             OpenConnection::Streaming(connection) if reading => Some(connection),
             _ => None,
@@ -280,7 +299,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         loop {
             tokio::select! {
                 signal = next_stream_signal(*provider, stream.as_deref_mut()) => return Wake::Signal(signal),
-                command = next_command(live) => match answers.answer_mid_wait(command, WaitKind::Events) {
+                command = next_command(live, presses, phase) => match answers.answer_mid_wait(command, WaitKind::Events) {
                     MidWait::Answered => {}
                     handed_back => return Wake::Handle(handed_back),
                 },
@@ -291,7 +310,8 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
 
     /// Polls one request/response turn, forwarding live events and answering the handle meanwhile.
     async fn poll_turn(&mut self, input: TurnInput) -> Wake {
-        let Self { connection, machine, live, deadline, provider, handler, info, answers, .. } = self;
+        let phase = self.machine.phase();
+        let Self { connection, machine, live, presses, deadline, provider, handler, info, answers, .. } = self;
         let OpenConnection::RequestResponse(connection) = connection else {
             return Wake::Signal(Signal::DriveFailed(Error::Closed));
         };
@@ -318,10 +338,19 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                         Err(panic) => Signal::TurnFailed(provider_panicked(*provider, "poll_turn", &*panic)),
                     });
                 }
-                command = next_command(live) => match answers.answer_mid_wait(command, WaitKind::Poll) {
+                command = next_command(live, presses, phase) => match answers.answer_mid_wait(command, WaitKind::Poll) {
                     MidWait::Answered => {}
-                    // Only the handle gone, in this wait: it ends the poll with the session.
-                    handed_back => return Wake::Handle(handed_back),
+                    // The handle gone (it ends the poll with the session) or an interrupt (it ends the poll with the
+                    // request): the poll is dropped on return, and with it the provider's call. Events it reported
+                    // live so far are the machine's first.
+                    handed_back => {
+                        while let Ok(event) = receiver.try_recv() {
+                            if let Some(event) = machine.live_event(event) {
+                                forward(*provider, None, handler, info, &event);
+                            }
+                        }
+                        return Wake::Handle(handed_back);
+                    }
                 },
                 () = until(*deadline) => return Wake::Deadline,
             }
@@ -331,6 +360,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
     /// Waits for a batch of tool calls, answering the handle meanwhile (a decision reaches the call waiting for
     /// it). A command handed back leaves the batch running, to be waited on again.
     async fn wait_for_tools(&mut self, mut batch: ToolBatch) -> Wake {
+        let phase = self.machine.phase();
         loop {
             tokio::select! {
                 outcome = batch.finished() => return Wake::Signal(match outcome {
@@ -338,7 +368,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                     Ok(BatchOutcome::Deferred(requests)) => Signal::ToolsDeferred(requests),
                     Err(error) => Signal::TurnFailed(error),
                 }),
-                command = next_command(&mut self.live) => match self.answers.answer_mid_wait(command, WaitKind::Tools) {
+                command = next_command(&mut self.live, &mut self.presses, phase) => match self.answers.answer_mid_wait(command, WaitKind::Tools) {
                     MidWait::Answered => {}
                     handed_back => {
                         self.awaiting = Awaiting::Tools(batch);
@@ -360,7 +390,8 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
                 link.notify(Notification::Reconnecting { attempt, delay });
             }
         }
-        let Self { connection, machine, live, deadline, answers, .. } = self;
+        let phase = self.machine.phase();
+        let Self { connection, machine, live, presses, deadline, answers, .. } = self;
         let seen = machine.seen();
         let mut reconnect = Box::pin(async {
             tokio::time::sleep(delay).await;
@@ -373,7 +404,7 @@ impl<'p, P: Provider + ?Sized> Driver<'p, P> {
         let outcome = loop {
             tokio::select! {
                 outcome = &mut reconnect => break outcome,
-                command = next_command(live) => match answers.answer_mid_wait(command, WaitKind::Reconnect) {
+                command = next_command(live, presses, phase) => match answers.answer_mid_wait(command, WaitKind::Reconnect) {
                     MidWait::Answered => {}
                     // Only the handle gone, in this wait: it ends the reconnect with the session.
                     handed_back => return Wake::Handle(handed_back),

@@ -126,6 +126,11 @@ pub enum Signal {
     ReconnectFailed(Error),
     /// A user message for a live session.
     UserMessage(String),
+    /// An interrupt was accepted: pushed to a streaming connection (the loop host ends the turn, and the request
+    /// ends as [`TerminalReason::Interrupted`] when it does), or, on a request/response connection, the driver
+    /// dropped the poll in flight (or is to drop the running batch: [`Command::DropTools`]) and the request ends
+    /// now. Out of a turn (idle, done, not started) it changes nothing.
+    Interrupted,
 }
 
 /// Something to do, returned by [`Machine::handle`].
@@ -140,6 +145,9 @@ pub enum Command {
     Normalize(Vec<Event>),
     /// Run these tool calls and answer with [`Signal::ToolsFinished`].
     RunTools(Vec<ToolUse>),
+    /// Drop the tool batch [`Command::RunTools`] started, unfinished (an interrupt stopped its turn): no
+    /// [`Signal::ToolsFinished`] follows.
+    DropTools,
     /// Ask the provider which tool calls these events wait on; answer with [`Signal::Recovered`].
     RecoverPendingToolUses(Vec<Event>),
     /// Reconnect (after the policy's delay for `attempt`; attempt 0 is immediate) and answer with
@@ -243,6 +251,9 @@ struct Request {
     server_tool_uses: Retained<ToolUse>,
     /// Whether the enforced terminal tool was called in this request (tool calls may not all be kept).
     terminal_tool_called: bool,
+    /// Whether an interrupt was accepted during this request (streaming: the loop host's end of the turn is
+    /// then reported as [`TerminalReason::Interrupted`]).
+    interrupted: bool,
     usage: Usage,
     reprompts_left: u32,
     last_terminal: Option<Terminal>,
@@ -407,6 +418,7 @@ impl Machine {
             }
             Signal::ReconnectFailed(error) => self.reconnect_failed(error, &mut out),
             Signal::UserMessage(text) => self.user_message(text, &mut out),
+            Signal::Interrupted => self.interrupted(&mut out),
         }
         out
     }
@@ -542,6 +554,11 @@ impl Machine {
                 } else {
                     self.run_tools(uses, out);
                 }
+            }
+            // After an interrupt the turn's end is the request's: no re-prompt.
+            terminal if self.request.interrupted => {
+                self.resume_prompt = None;
+                self.finish(terminal, TerminalReason::Interrupted, out);
             }
             Terminal::EndTurn if self.terminal_tool_missing() => {
                 if self.request.reprompts_left > 0 {
@@ -803,6 +820,37 @@ impl Machine {
             self.state = State::Done;
             out.push(Command::Fail(Error::NothingToResume));
         }
+    }
+
+    /// An interrupt was accepted (see [`Signal::Interrupted`]).
+    fn interrupted(&mut self, out: &mut Vec<Command>) {
+        let running_tools = matches!(self.state, State::RunningTools { .. });
+        if !running_tools && !matches!(self.state, State::InFlight { .. }) {
+            // No turn runs (nothing is waited on in the other phases of a turn): nothing to stop.
+            return;
+        }
+        if running_tools {
+            // The loop host stops the turn that waits on these calls; their results would answer nothing.
+            out.push(Command::DropTools);
+        }
+        if self.config.mode == Mode::Streaming {
+            // The loop host ends the turn; its end (the next boundary) ends the request.
+            self.request.interrupted = true;
+            if running_tools {
+                self.state = State::in_flight();
+            }
+            return;
+        }
+        // Request/response: the turn in flight is gone. Events it reported live are part of the record (each id
+        // once), and the request ends with what was gathered; a resume prompt is not delivered after it.
+        if let State::InFlight { live_events, .. } = &mut self.state {
+            for event in std::mem::take(live_events) {
+                self.record(&event);
+            }
+        }
+        self.resume_prompt = None;
+        self.request.interrupted = true;
+        self.finish(Terminal::Terminated, TerminalReason::Interrupted, out);
     }
 
     fn user_message(&mut self, text: String, out: &mut Vec<Command>) {

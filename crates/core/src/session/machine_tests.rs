@@ -549,7 +549,7 @@ proptest! {
                     pending.extend(machine.handle(Signal::Recovered(uses)));
                 }
                 Command::Finish(_) | Command::Fail(_) => ends += 1,
-                Command::Forward(_) | Command::Normalize(_) | Command::Reconnect { .. } => {}
+                Command::Forward(_) | Command::Normalize(_) | Command::Reconnect { .. } | Command::DropTools => {}
             }
             prop_assert!(normalized <= max_turns + 1, "more than max_turns + 1 turns");
         }
@@ -775,4 +775,70 @@ fn the_terminal_tool_counts_even_when_tool_calls_are_not_kept() {
     let [Command::Finish(result)] = commands.as_slice() else { panic!("a re-prompt instead of the end: {commands:?}") };
     assert_eq!(result.terminal_reason, TerminalReason::Completed);
     assert!(result.custom_tool_uses.is_empty(), "None keeps no tool calls");
+}
+
+#[test]
+fn a_streaming_turn_ended_after_an_interrupt_is_interrupted_and_not_reprompted() {
+    let mut machine = Machine::new(MachineConfig { terminal_tool: Some("t".into()), ..config(Mode::Streaming, true) });
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    assert!(machine.handle(Signal::Interrupted).is_empty(), "the loop host ends the turn");
+    assert_eq!(machine.phase(), Phase::InFlight);
+    machine.handle(Signal::StreamEvent { event: event("e1"), boundary: true });
+    let commands =
+        machine.handle(Signal::Normalized(TurnResult { text: "so far".into(), ..turn(Terminal::EndTurn, &[]) }));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!((result.terminal_reason, result.terminal), (TerminalReason::Interrupted, Terminal::EndTurn));
+    assert_eq!(result.text, "so far");
+    assert_eq!(machine.phase(), Phase::Idle);
+    // The next request is not interrupted.
+    machine.handle(Signal::UserMessage("again".into()));
+    machine.handle(Signal::StreamEvent { event: event("e2"), boundary: true });
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::EndTurn, &["a"])));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!(result.terminal_reason, TerminalReason::Completed);
+}
+
+#[test]
+fn an_interrupt_while_streaming_tools_run_drops_the_batch_and_waits_for_the_hosts_end() {
+    let mut machine = Machine::new(config(Mode::Streaming, false));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    machine.handle(Signal::StreamEvent { event: event("e1"), boundary: true });
+    machine.handle(Signal::Normalized(turn(Terminal::RequiresAction, &["a"])));
+    assert_eq!(machine.phase(), Phase::RunningTools);
+    assert!(matches!(machine.handle(Signal::Interrupted).as_slice(), [Command::DropTools]));
+    assert_eq!(machine.phase(), Phase::InFlight);
+    assert!(machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("a", "")])).is_empty(), "the batch is gone");
+    machine.handle(Signal::StreamEvent { event: event("e2"), boundary: true });
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::EndTurn, &[])));
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!(result.terminal_reason, TerminalReason::Interrupted);
+    assert_eq!(machine.phase(), Phase::Done);
+}
+
+#[test]
+fn a_request_response_interrupt_ends_the_request_at_once_with_what_was_reported_live() {
+    let mut machine = Machine::new(config(Mode::RequestResponse, true));
+    machine.handle(Signal::Started);
+    assert!(machine.live_event(event("live")).is_some());
+    let commands = machine.handle(Signal::Interrupted);
+    let [Command::Finish(result)] = commands.as_slice() else { panic!("{commands:?}") };
+    assert_eq!((result.terminal_reason, result.terminal), (TerminalReason::Interrupted, Terminal::Terminated));
+    assert_eq!(result.events, vec![event("live")]);
+    assert_eq!(machine.phase(), Phase::Idle);
+    assert!(machine.handle(Signal::Interrupted).is_empty(), "no turn runs: nothing to stop");
+    assert!(machine.handle(Signal::Polled(vec![event("late")])).is_empty(), "a dropped poll answers nothing");
+    // A batch: dropped, and the request ends.
+    machine.handle(Signal::UserMessage("again".into()));
+    poll(&mut machine, turn(Terminal::RequiresAction, &["a"]));
+    let commands = machine.handle(Signal::Interrupted);
+    assert!(matches!(commands.as_slice(), [Command::DropTools, Command::Finish(result)]
+        if result.terminal_reason == TerminalReason::Interrupted && result.custom_tool_uses.len() == 1));
+    // The next request runs to its end.
+    machine.handle(Signal::UserMessage("once more".into()));
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    assert!(
+        matches!(commands.as_slice(), [Command::Finish(result)] if result.terminal_reason == TerminalReason::Completed)
+    );
 }

@@ -6,8 +6,18 @@
 //! connection free: a message is fed to the machine at once and a raw input is pushed. A poll and a reconnect are
 //! one call on the connection, which can neither be left nor shared: a message is held until the call returns,
 //! and nothing is pushed meanwhile.
+//!
+//! An interrupt on a request/response connection is the exception: there is nothing to push it to, so the turn
+//! in flight (the poll, or the running tool batch) is cancelled instead ([`MidWait::Cancel`]).
+//!
+//! The commands a wait gets are the handle's and the presses of the session's [`Interrupter`](crate::Interrupter),
+//! each an interrupt whose answer nobody waits for ([`next_command`]).
 
-use super::handle::{HandleCommand, Reply};
+use tokio::sync::oneshot;
+
+use super::handle::{self, HandleCommand, LiveLink, Reply};
+use super::interrupter::Presses;
+use super::machine::Phase;
 use super::tools::ApprovalDesk;
 use crate::{Capabilities, Error, TurnInput};
 
@@ -49,6 +59,10 @@ pub(crate) enum MidWait {
         /// Where the outcome goes.
         reply: Reply,
     },
+    /// An interrupt on a request/response connection, in a wait for a turn (a poll, a tool batch): the wait is
+    /// dropped — the poll's future, or (the machine asks for it) the batch — and the request ends
+    /// (`Signal::Interrupted`); `reply` is answered `Ok` once it has.
+    Cancel(Reply),
     /// The handle is gone: the session ends.
     Closed,
 }
@@ -86,6 +100,7 @@ impl MidWaitAnswers {
             HandleCommand::SendEvent(event, reply) => {
                 self.push_or_refuse(TurnInput::Event(event), "send_event", true, reply, wait)
             }
+            HandleCommand::Interrupt(reply) if !self.streaming && self.interrupt => cancel(reply, wait),
             HandleCommand::Interrupt(reply) => {
                 self.push_or_refuse(TurnInput::Interrupt, "interrupt", self.interrupt, reply, wait)
             }
@@ -127,6 +142,43 @@ impl MidWaitAnswers {
         };
         let _ = reply.send(Err(refusal));
         MidWait::Answered
+    }
+}
+
+/// An interrupt on a request/response connection (the provider has the capability): a wait for a turn is
+/// cancelled; with no turn in flight there is nothing to stop (`Ok`); a reconnect (a resumed session
+/// reattaching) is refused for now, as it is on a streaming connection.
+fn cancel(reply: Reply, wait: WaitKind) -> MidWait {
+    let answer = match wait {
+        WaitKind::Poll | WaitKind::Tools => return MidWait::Cancel(reply),
+        WaitKind::Events => Ok(()),
+        WaitKind::Reconnect => Err(Error::transport("the session is reconnecting", "reattaching")),
+    };
+    let _ = reply.send(answer);
+    MidWait::Answered
+}
+
+/// The next command for a wait in `phase`: the handle's (`None` once it is gone; never for a synchronous run,
+/// which has none), or a press of the session's interrupter, as an interrupt whose answer nobody waits for. A
+/// press while no turn runs (`Idle`, `Done`) is dropped; one before the first turn is driven (`Opened`,
+/// `AwaitConnect`) waits for it.
+pub(crate) async fn next_command(
+    link: &mut Option<LiveLink>,
+    presses: &mut Presses,
+    phase: Phase,
+) -> Option<HandleCommand> {
+    let listening = !matches!(phase, Phase::Opened | Phase::AwaitConnect);
+    let in_turn = !matches!(phase, Phase::Idle | Phase::Done);
+    loop {
+        tokio::select! {
+            command = handle::next_command(link) => return command,
+            () = presses.next(), if listening => {
+                if in_turn {
+                    // The reply is dropped: whatever the answer, nobody waits for it.
+                    return Some(HandleCommand::Interrupt(oneshot::channel().0));
+                }
+            }
+        }
     }
 }
 
@@ -194,7 +246,10 @@ mod tests {
             let (outcome, reply) = ask(&mut request_response, wait, |reply| HandleCommand::SendEvent(event(), reply));
             assert!(matches!(outcome, MidWait::Answered));
             assert!(matches!(reply, Some(Err(Error::Unsupported { operation: "send_event", .. }))), "{wait:?}");
-            let (_, reply) = ask(&mut request_response, wait, HandleCommand::Interrupt);
+            let (_, reply) =
+                ask(&mut request_response, wait, |reply| HandleCommand::InterruptThread("t".into(), reply));
+            assert!(matches!(reply, Some(Err(Error::Unsupported { operation: "interrupt", .. }))), "{wait:?}");
+            let (_, reply) = ask(&mut answers(false, false), wait, HandleCommand::Interrupt);
             assert!(matches!(reply, Some(Err(Error::Unsupported { operation: "interrupt", .. }))), "{wait:?}");
             let mut no_interrupt = answers(true, false);
             let (_, reply) = ask(&mut no_interrupt, wait, HandleCommand::Interrupt);
@@ -213,6 +268,42 @@ mod tests {
         let (outcome, reply) = ask(&mut answers, WaitKind::Reconnect, HandleCommand::Interrupt);
         assert!(matches!(outcome, MidWait::Answered));
         assert!(matches!(reply, Some(Err(Error::Transport { .. }))));
+    }
+
+    #[test]
+    fn an_interrupt_on_a_request_response_connection_cancels_a_turn_and_is_a_no_op_without_one() {
+        let mut answers = answers(false, true);
+        for wait in [WaitKind::Poll, WaitKind::Tools] {
+            let (outcome, reply) = ask(&mut answers, wait, HandleCommand::Interrupt);
+            assert!(matches!(outcome, MidWait::Cancel(_)), "{wait:?}");
+            assert!(reply.is_none(), "answered once the turn is cancelled");
+        }
+        let (outcome, reply) = ask(&mut answers, WaitKind::Events, HandleCommand::Interrupt);
+        assert!(matches!(outcome, MidWait::Answered));
+        assert!(matches!(reply, Some(Ok(()))));
+        let (outcome, reply) = ask(&mut answers, WaitKind::Reconnect, HandleCommand::Interrupt);
+        assert!(matches!(outcome, MidWait::Answered));
+        assert!(matches!(reply, Some(Err(Error::Transport { .. }))));
+    }
+
+    #[tokio::test]
+    async fn a_press_is_an_interrupt_in_a_turn_dropped_out_of_one_and_held_before_the_first() {
+        let interrupter = crate::Interrupter::new();
+        let mut presses = Presses::of(Some(&interrupter));
+        let mut no_link = None;
+        interrupter.interrupt();
+        let command = next_command(&mut no_link, &mut presses, Phase::InFlight).await;
+        assert!(matches!(command, Some(HandleCommand::Interrupt(_))));
+        for phase in [Phase::Idle, Phase::Done, Phase::AwaitConnect] {
+            interrupter.interrupt();
+            let next = next_command(&mut no_link, &mut presses, phase);
+            assert!(tokio::time::timeout(std::time::Duration::ZERO, next).await.is_err(), "{phase:?}");
+        }
+        // The press made in `AwaitConnect` was not seen there: the turn gets it. Those made idle or done are gone.
+        let command = next_command(&mut no_link, &mut presses, Phase::RunningTools).await;
+        assert!(matches!(command, Some(HandleCommand::Interrupt(_))));
+        let next = next_command(&mut no_link, &mut presses, Phase::InFlight);
+        assert!(tokio::time::timeout(std::time::Duration::ZERO, next).await.is_err());
     }
 
     #[test]

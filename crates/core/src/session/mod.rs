@@ -2,6 +2,7 @@
 
 mod driver;
 mod handle;
+mod interrupter;
 mod machine;
 mod mid_wait;
 mod options;
@@ -17,6 +18,7 @@ use tracing::Instrument;
 
 pub use crate::backoff::ReconnectPolicy;
 pub use handle::{Notification, SessionHandle};
+pub use interrupter::Interrupter;
 pub use options::{
     DEFAULT_MAX_REPROMPTS, DEFAULT_MAX_TURNS, DEFAULT_SEEN_WINDOW, DEFAULT_TIMEOUT, DEFAULT_TOOL_CONCURRENCY,
     GuardContext, GuardDecision, SessionOptions, TurnGuard,

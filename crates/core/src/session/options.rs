@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::interrupter::Interrupter;
 use super::retention::EventRetention;
 use crate::ReconnectPolicy;
 use crate::approval::{DefaultPermission, Permission};
@@ -72,6 +73,7 @@ pub struct SessionOptions {
     pub(crate) agent: Option<AgentHandle>,
     pub(crate) environment: Option<EnvironmentHandle>,
     pub(crate) open: OpenRequest,
+    pub(crate) interrupter: Option<Interrupter>,
 }
 
 impl Default for SessionOptions {
@@ -101,6 +103,7 @@ impl fmt::Debug for SessionOptions {
             .field("agent_id", &self.open.agent_id)
             .field("environment_id", &self.open.environment_id)
             .field("session_id", &self.open.session_id)
+            .field("interrupter", &self.interrupter.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -129,6 +132,7 @@ impl SessionOptions {
             agent: None,
             environment: None,
             open: OpenRequest::default(),
+            interrupter: None,
         }
     }
 
@@ -228,6 +232,14 @@ impl SessionOptions {
     /// Records tool arguments and results in the `execute_tool` spans (off by default: content may be private).
     pub fn record_content(mut self, record: bool) -> Self {
         self.record_content = record;
+        self
+    }
+
+    /// Interrupts the session's turn whenever `interrupter` is pressed ([`Interrupter::interrupt`]), in a
+    /// synchronous run as in a live session; see [`Interrupter`] for what a press does on each kind of provider,
+    /// and when one is dropped. Default: none.
+    pub fn interrupter(mut self, interrupter: Interrupter) -> Self {
+        self.interrupter = Some(interrupter);
         self
     }
 

@@ -46,7 +46,9 @@
 //! they are answered, the next turn opens with its report (`agent.thread_message_received`) and its `end_turn`
 //! idle. An answer naming another thread than its call's is a `400`. `user.interrupt` with a
 //! `session_thread_id` stops that thread alone (its calls closed with an error result) and the coordinator goes
-//! on. The threads endpoints list (the primary first, `statuses[]`), retrieve and archive threads (an idle one;
+//! on. Without one it stops the turn the session plays — stalling, emitting, or waiting on calls — with
+//! `session.status_idle` and `end_turn`, as the service does; the interrupted turn is spent, so the next message
+//! plays the script's next turn (an idle session ignores it). The threads endpoints list (the primary first, `statuses[]`), retrieve and archive threads (an idle one;
 //! archiving terminates it) and serve each thread's own history and stream.
 //!
 //! A session's agent may be `{type: "agent_with_overrides", id, model?, system?, tools?, mcp_servers?, skills?}`:

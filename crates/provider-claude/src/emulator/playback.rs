@@ -2,6 +2,7 @@
 //! policies say), delivered to the open streams with the turn's faults.
 
 use std::io;
+use std::sync::Arc;
 
 use managed_agents_conformance::emulator::Shared;
 use managed_agents_conformance::{
@@ -166,20 +167,48 @@ pub(super) fn host_tool_result(call: &ScriptToolCall, mcp: bool, denied: Option<
     json!({"type": kind, id_field: call.id, "content": [{"type": "text", "text": text}], "is_error": is_error})
 }
 
+/// Stops the turn the session plays, as `user.interrupt` (without a thread) does on the service: a turn asked
+/// for, stalling or waiting on calls, ends with `session.status_idle` and `end_turn`, and the next message plays
+/// the script's next turn (the interrupted one is spent). Interrupting an idle session does nothing.
+pub(super) fn interrupt_turn(state: &mut State, session_id: &str) {
+    let Some(session) = state.sessions.get_mut(session_id) else { return };
+    if !session.playing && session.awaiting.is_empty() {
+        return;
+    }
+    session.playing = false;
+    session.interrupts += 1;
+    session.awaiting.clear();
+    session.results.clear();
+    session.interrupted.notify_waiters();
+    let idle = stamp(state, json!({"type": "session.status_idle", "stop_reason": {"type": "end_turn"}}), None);
+    emit(state, session_id, vec![idle], &[]);
+}
+
 /// Plays the session's next scripted turn, asked for by `input`, and the turns after it while they go straight
-/// on (host-side calls that all ran at once).
-pub(super) async fn play(state: Shared<State>, session_id: String, input: Option<RecordedInput>) {
-    if play_turn(&state, &session_id, input.as_ref()).await {
-        while play_turn(&state, &session_id, None).await {}
+/// on (host-side calls that all ran at once) — unless the session is interrupted after `interrupts` interrupts.
+pub(super) async fn play(state: Shared<State>, session_id: String, input: Option<RecordedInput>, interrupts: u64) {
+    if play_turn(&state, &session_id, input.as_ref(), interrupts).await {
+        while play_turn(&state, &session_id, None, interrupts).await {}
+    }
+    let mut guard = state.lock();
+    if let Some(session) = guard.sessions.get_mut(&session_id)
+        && session.interrupts == interrupts
+    {
+        session.playing = false;
     }
 }
 
 /// Plays the session's next scripted turn (after a stall, when the turn has one); `true` when the next turn
-/// follows at once.
-async fn play_turn(state: &Shared<State>, session_id: &str, input: Option<&RecordedInput>) -> bool {
+/// follows at once. An interrupt (the session's count past `interrupts`) stops it: the turn asked for is spent
+/// unplayed, and no turn follows.
+async fn play_turn(state: &Shared<State>, session_id: &str, input: Option<&RecordedInput>, interrupts: u64) -> bool {
     let session_id = session_id.to_string();
-    let (stall, turn) = {
+    let interrupted = |state: &State| state.sessions.get(&session_id).is_none_or(|s| s.interrupts != interrupts);
+    let (stall, turn, wake) = {
         let mut guard = state.lock();
+        if input.is_none() && interrupted(&guard) {
+            return false;
+        }
         let Some(turn) = guard.player.take(&session_id, input) else {
             let served = guard.player.served(&session_id);
             let event = json!({"type": "session.error", "error": {"type": "unknown_error", "message": format!("unexpected model call: the script has only {served} turns"), "retry_status": {"type": "terminal"}}});
@@ -188,12 +217,28 @@ async fn play_turn(state: &Shared<State>, session_id: &str, input: Option<&Recor
             emit(&mut guard, &session_id, vec![event, terminated], &[]);
             return false;
         };
-        (turn.stall(), turn)
+        if interrupted(&guard) {
+            return false;
+        }
+        let wake = guard.sessions.get(&session_id).map(|s| Arc::clone(&s.interrupted)).unwrap_or_default();
+        (turn.stall(), turn, wake)
     };
     if let Some(stall) = stall {
-        tokio::time::sleep(stall).await;
+        let woken = wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        // An interrupt before `enable` is seen by the check below; one after it wakes the stall.
+        if !interrupted(&state.lock()) {
+            tokio::select! {
+                () = tokio::time::sleep(stall) => {}
+                () = woken => {}
+            }
+        }
     }
     let mut guard = state.lock();
+    if interrupted(&guard) {
+        return false;
+    }
     if let Some((kind, message)) = turn.stream_exception() {
         // An `error` frame after the 200: it is not an event of the session and stays out of the history.
         let data = json!({"type": "error", "error": {"type": kind, "message": message}}).to_string();
@@ -228,6 +273,8 @@ async fn play_turn(state: &Shared<State>, session_id: &str, input: Option<&Recor
         session.awaiting = awaiting;
         session.split = split;
         session.results.clear();
+        // The turn's end is emitted below: from then on an interrupt finds the session idle (or waiting on calls).
+        session.playing &= continues;
     }
     emit(&mut guard, &session_id, events, &turn.faults);
     continues

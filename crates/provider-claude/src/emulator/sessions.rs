@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::emulator::overrides;
 use crate::emulator::permissions;
-use crate::emulator::playback::{emit, host_tool_result, play, requires_action};
+use crate::emulator::playback::{emit, host_tool_result, interrupt_turn, play, requires_action};
 use crate::emulator::previews;
 use crate::emulator::records::{self, Query, TimeFilter};
 use crate::emulator::replies::{error, invalid, not_found, ordered, page};
@@ -174,7 +174,7 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "events: field required");
     };
     let mut play_next = false;
-    let (echoed, trigger) = {
+    let (echoed, trigger, interrupts) = {
         let mut guard = state.lock();
         if !guard.sessions.contains_key(session_id) {
             return not_found("session");
@@ -244,7 +244,13 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
                     play_next |= threads::interrupt(&mut guard, session_id, &event);
                     guard.log.record(RecordedInput::Event(event.clone()));
                 }
-                Some("user.interrupt") => guard.log.record(RecordedInput::Interrupt),
+                Some("user.interrupt") => {
+                    guard.log.record(RecordedInput::Interrupt);
+                    // An interrupt jumps the queue: nothing this post asked for before it plays.
+                    play_next = false;
+                    trigger = None;
+                    interrupt_turn(&mut guard, session_id);
+                }
                 _ => guard.log.record(RecordedInput::Event(event.clone())),
             }
         }
@@ -269,10 +275,14 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
                 emit(&mut guard, session_id, vec![idle], &[]);
             }
         }
-        (echoed, trigger)
+        let session = guard.sessions.get_mut(session_id).expect("checked above");
+        if play_next {
+            session.playing = true;
+        }
+        (echoed, trigger, session.interrupts)
     };
     if play_next {
-        tokio::spawn(play(state.clone(), session_id.to_string(), trigger));
+        tokio::spawn(play(state.clone(), session_id.to_string(), trigger, interrupts));
     }
     json_response(StatusCode::OK, &json!({"data": echoed}))
 }

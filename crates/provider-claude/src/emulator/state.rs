@@ -8,7 +8,9 @@ use managed_agents_conformance::{InputLog, ScriptPlayer, ScriptToolCall, Scripts
 use managed_agents_core::ToolResult;
 use managed_agents_core::http::{Bytes, Method, StatusCode};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use std::sync::Arc;
+
+use tokio::sync::{Notify, mpsc};
 
 use crate::emulator::options::EmulatorOptions;
 use crate::emulator::records::Clock;
@@ -32,6 +34,12 @@ pub(super) struct SessionState {
     pub(super) redeliver: Vec<Bytes>,
     /// Its threads (a multi-agent session's).
     pub(super) threads: SessionThreads,
+    /// A turn is being played (asked for and not yet ended: stalling, or emitting).
+    pub(super) playing: bool,
+    /// How many times a turn of the session was interrupted: a playback started before the last interrupt stops.
+    pub(super) interrupts: u64,
+    /// Wakes the playbacks of the session when it is interrupted (one stalling, say).
+    pub(super) interrupted: Arc<Notify>,
 }
 
 pub(super) struct State {

@@ -44,6 +44,8 @@ impl LocalConnection {
                 Ok(directives.into_iter().map(|text| self.directive("corrective", text)).collect())
             }
             TurnInput::Event(_) => Err(self.unsupported("send_event")),
+            // The session interrupts a request/response turn by dropping its poll (the chat request goes with it),
+            // never by sending an input: one reaching here is refused.
             TurnInput::Interrupt => Err(self.unsupported("interrupt")),
             _ => Err(self.unsupported("this input")),
         }

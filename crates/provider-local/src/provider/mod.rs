@@ -75,10 +75,12 @@ impl fmt::Debug for Local {
 
 impl Local {
     /// What the provider supports with its built-in client: a client-held transcript, the model, system prompt
-    /// and tools chosen per run, and a run's own destination and credential for its chat calls. With a custom
-    /// [`ChatBackend`] the data plane is [`DataPlane::None`] ([`Provider::capabilities`] says so).
+    /// and tools chosen per run, a run's own destination and credential for its chat calls, and interrupts (the
+    /// session drops the turn in flight, and with it the chat request; the transcript keeps what was sent). With
+    /// a custom [`ChatBackend`] the data plane is [`DataPlane::None`] ([`Provider::capabilities`] says so).
     pub const CAPABILITIES: Capabilities = Capabilities::none()
         .with_transcript()
+        .with_interrupt()
         .with_runtime_model()
         .with_runtime_overrides()
         .with_data_plane(DataPlane::ChatCompletions);
