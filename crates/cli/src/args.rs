@@ -4,21 +4,27 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// What `--help` ends with: the loop hosts picked from the environment and the exit codes.
+/// What `--help` ends with: the loop hosts picked from the environment, the files, and the exit codes.
 const AFTER_HELP: &str = "\
 Loop host (first that applies):
-  --provider NAME           as named
+  --provider NAME           as named (or `provider` in the config file)
   ANTHROPIC_API_KEY         Claude Managed Agents (with --agent-id/--environment-id or CLAUDE_AGENT_ID/CLAUDE_ENVIRONMENT_ID)
   AGENTCORE_HARNESS_ARN     Bedrock AgentCore (credentials and region from the AWS chain)
   OPENAI_BASE_URL           a local loop over that OpenAI-compatible endpoint (OPENAI_API_KEY, OPENAI_MODEL)
   none of these             the local loop against the bundled emulator (no credentials, no network)
 With --script FILE the chosen provider's bundled emulator plays the scripted model instead.
 
+Files:
+  config      `managed-agents config path` shows it (MANAGED_AGENTS_CONFIG overrides it)
+  sessions    every run is kept in an SQLite file (MANAGED_AGENTS_DB overrides it); `managed-agents sessions list`
+
 Exit codes:
-  0   the request completed
-  1   it failed (an error: connection, provider, tool setup, …)
-  2   it stopped before completing (max turns, halted by a guard, timed out, or another non-completed end)
-  64  usage error (unknown option, missing argument, bad script file, a setting the provider refuses)
+  0    the request completed
+  1    it failed (an error: connection, provider, tool setup, …)
+  2    it stopped before completing (max turns, halted by a guard, timed out, or another non-completed end)
+  64   usage error (unknown option, missing argument, empty prompt, bad script or config file, a setting the
+       provider refuses)
+  130  interrupted (Ctrl-C)
 `chat` exits 0 when you quit; each request's end is in its summary line.";
 
 /// Run an agent from the terminal, with your MCP servers as its tools.
@@ -33,11 +39,15 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Send one request and print the answer.
+    /// Send one request and print the answer. The prompt is the argument, or stdin when it is piped (or the
+    /// argument is `-`), or the file of --prompt-file.
     #[command(after_help = AFTER_HELP)]
     Run {
-        /// The request.
-        prompt: String,
+        /// The request (`-`: read it from stdin).
+        prompt: Option<String>,
+        /// Read the request from this file.
+        #[arg(long, value_name = "FILE", conflicts_with = "prompt")]
+        prompt_file: Option<PathBuf>,
         /// Options shared with `chat`.
         #[command(flatten)]
         options: Options,
@@ -50,19 +60,103 @@ pub enum Command {
         #[command(flatten)]
         options: Options,
     },
+    /// The conversations kept so far (each run is one; `--continue` and `--resume ID` go on with one).
+    Sessions {
+        /// What to do with them.
+        #[command(subcommand)]
+        action: SessionsAction,
+        /// Print JSON on stdout.
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// The configuration file.
+    Config {
+        /// What to show.
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Agents on Claude Managed Agents (needs ANTHROPIC_API_KEY): create one, list them, archive one.
+    Agents {
+        /// What to do.
+        #[command(subcommand)]
+        action: AgentsAction,
+        /// Print JSON on stdout.
+        #[arg(long, global = true)]
+        json: bool,
+    },
+}
+
+/// `managed-agents sessions …`.
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// The conversations, most recent last.
+    List,
+    /// One conversation: its record and its transcript (when this machine holds it).
+    Show {
+        /// The id the summary line showed.
+        id: String,
+    },
+    /// Forgets a conversation here (the loop host's own session is left as it is).
+    Delete {
+        /// The id the summary line showed.
+        id: String,
+    },
+}
+
+/// `managed-agents config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Where the configuration file is read from (it need not exist).
+    Path,
+    /// An example configuration file, with every setting.
+    Example,
+}
+
+/// `managed-agents agents …`.
+#[derive(Debug, Subcommand)]
+pub enum AgentsAction {
+    /// Creates an agent and an environment for it (or finds the ones created before from the same settings) and
+    /// prints their ids.
+    Create {
+        /// The agent's name.
+        name: String,
+        /// Its model, e.g. claude-sonnet-4-5.
+        #[arg(long, value_name = "NAME")]
+        model: String,
+        /// Its system prompt.
+        #[arg(long, value_name = "TEXT")]
+        system: Option<String>,
+        /// MCP servers whose tools the agent gets as custom tools (run on this machine), as for `run --mcp`.
+        #[arg(long = "mcp", value_name = "COMMAND")]
+        mcp: Vec<String>,
+    },
+    /// The agents of the account.
+    List {
+        /// Archived agents too.
+        #[arg(long)]
+        archived: bool,
+    },
+    /// Archives an agent: it takes no new sessions.
+    Archive {
+        /// The agent id (`agent_…`).
+        id: String,
+    },
 }
 
 impl Command {
-    /// The options of either subcommand.
-    pub fn options(&self) -> &Options {
+    /// Whether the command prints JSON on stdout.
+    pub fn json(&self) -> bool {
         match self {
-            Self::Run { options, .. } | Self::Chat { options } => options,
+            Self::Run { options, .. } | Self::Chat { options } => options.output() != Output::Text,
+            Self::Sessions { json, .. } | Self::Agents { json, .. } => *json,
+            Self::Config { .. } => false,
         }
     }
 }
 
 /// The loop hosts `--provider` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProviderName {
     /// Claude Managed Agents (ANTHROPIC_API_KEY).
     Claude,
@@ -74,10 +168,21 @@ pub enum ProviderName {
     Emulator,
 }
 
+/// What goes on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// The answer's text as it streams (the default).
+    Text,
+    /// One JSON object per request, when it ends (the shape is in the README).
+    Json,
+    /// Each event as one line of JSON while the request runs, then the request's JSON object.
+    StreamJson,
+}
+
 /// The options of `run` and `chat`.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct Options {
-    /// The loop host; default: picked from the environment (see below).
+    /// The loop host; default: the config file's `provider`, else picked from the environment (see below).
     #[arg(long, value_enum)]
     pub provider: Option<ProviderName>,
 
@@ -92,19 +197,45 @@ pub struct Options {
     #[arg(long = "mcp", value_name = "COMMAND")]
     pub mcp: Vec<String>,
 
-    /// An MCP server over streamable HTTP (repeatable).
+    /// An MCP server over streamable HTTP, as `URL` or `NAME=URL` (repeatable).
     #[arg(long = "mcp-url", value_name = "URL")]
     pub mcp_url: Vec<String>,
 
-    /// Allow every tool call without asking. Without it each call is shown and asked about (y/n); when input is
-    /// not a terminal, calls are denied.
+    /// The bearer token sent to the --mcp-url servers (default: MANAGED_AGENTS_MCP_TOKEN).
+    #[arg(long, env = "MANAGED_AGENTS_MCP_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    pub mcp_token: Option<String>,
+
+    /// A JSON file of MCP servers in the `mcpServers` format other MCP clients use:
+    /// {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"], "env": {}}, "docs": {"url": "https://…", "headers": {}}}}.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+
+    /// Allow every tool call without asking. Without it each call is shown and asked about (y: yes, n: no,
+    /// a: always this tool); when input is not a terminal, calls are denied.
     #[arg(long, short = 'y')]
     pub yes: bool,
 
-    /// Print each request's result (the session result: text, turns, usage, tool calls, events) as one line of
-    /// JSON on stdout; nothing else goes to stdout.
-    #[arg(long)]
+    /// Allow this tool's calls without asking (repeatable), e.g. --allow time__get_current_time.
+    #[arg(long, value_name = "TOOL")]
+    pub allow: Vec<String>,
+
+    /// Print each request's outcome as one JSON object on stdout (the same as --output json); nothing else goes
+    /// to stdout.
+    #[arg(long, conflicts_with = "output")]
     pub json: bool,
+
+    /// What stdout gets: the streamed text, one JSON object per request, or each event as a line of JSON then
+    /// the request's object.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub output: Option<Output>,
+
+    /// Go on with the most recent conversation.
+    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
+    pub continue_last: bool,
+
+    /// Go on with the conversation of this id (the summary line shows it; `managed-agents sessions list`).
+    #[arg(long, short = 'r', value_name = "ID")]
+    pub resume: Option<String>,
 
     /// The Claude agent id (default: CLAUDE_AGENT_ID).
     #[arg(long, env = "CLAUDE_AGENT_ID", value_name = "ID", hide_env_values = true)]
@@ -114,11 +245,11 @@ pub struct Options {
     #[arg(long, env = "CLAUDE_ENVIRONMENT_ID", value_name = "ID", hide_env_values = true)]
     pub environment_id: Option<String>,
 
-    /// The model of the local loop (default: OPENAI_MODEL; Local provider only).
+    /// The model (default: the config file's `model`, else OPENAI_MODEL on the local loop, else the agent's own).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
 
-    /// The system prompt of the local loop (Local provider only).
+    /// The system prompt (default: the config file's `system`; on hosted agents, the agent's own).
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
 
@@ -129,4 +260,15 @@ pub struct Options {
     /// The most seconds one request may take (at least 1).
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: Option<u64>,
+}
+
+impl Options {
+    /// What stdout gets.
+    pub fn output(&self) -> Output {
+        match (self.json, self.output) {
+            (true, _) => Output::Json,
+            (false, Some(output)) => output,
+            (false, None) => Output::Text,
+        }
+    }
 }

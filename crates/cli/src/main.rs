@@ -1,64 +1,147 @@
 //! `managed-agents`: run an agent from the terminal — one request (`run`) or a live chat (`chat`) — on Claude
 //! Managed Agents, Bedrock AgentCore, a local OpenAI-compatible loop, or the bundled emulators, with MCP servers
-//! as its tools and approvals asked at the terminal. `managed-agents --help` explains each option and the exit
-//! codes.
+//! as its tools and approvals asked at the terminal; every conversation is kept and can be continued
+//! (`--continue`, `--resume ID`, `sessions`). `managed-agents --help` explains each option and the exit codes.
 
+mod agents;
 mod approve;
 mod args;
 mod chat;
-mod host;
+mod config;
+mod conversations;
 mod input;
-mod report;
+mod loop_host;
+mod mcp_config;
+mod outcome;
+mod prompt;
+mod requests;
+mod retries;
 mod screen;
+mod shim;
+mod signals;
 mod terminal;
 mod tools;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use clap::Parser;
 use clap::error::ErrorKind;
-use managed_agents_core::approval::AllowAll;
-use managed_agents_core::{BoxError, Session, SessionOptions};
+use managed_agents_core::BoxError;
 
-use crate::approve::TerminalPermission;
-use crate::args::{Cli, Command, Options};
+use crate::args::{Cli, Command, ConfigAction, Options, Output, ProviderName};
 use crate::input::Input;
+use crate::outcome::{EXIT_COMPLETED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError};
+use crate::requests::{Parts, Requests, Sent};
 use crate::screen::Screen;
+use crate::signals::CtrlC;
 use crate::terminal::Terminal;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) => {
-            let _ = error.print();
-            let usage = !matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
-            return ExitCode::from(if usage { report::EXIT_USAGE } else { report::EXIT_COMPLETED });
-        }
+        Err(error) => return ExitCode::from(usage_error(&error)),
     };
+    let json = cli.command.json();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
-        Err(error) => return report::fail(&error),
+        Err(error) => return ExitCode::from(outcome::fail(&error, json, None)),
     };
-    let outcome = runtime.block_on(run(cli.command));
+    let code = runtime.block_on(async {
+        match dispatch(cli.command).await {
+            Ok(code) => code,
+            Err(error) => outcome::fail(&*error, json, None),
+        }
+    });
     // Tool servers and reader threads are not waited for.
     runtime.shutdown_background();
-    match outcome {
-        Ok(code) => ExitCode::from(code),
-        Err(error) => report::fail(&*error),
+    ExitCode::from(code)
+}
+
+/// Reports a command line clap refused (help and version are not errors); with `--json` (or `--output …`)
+/// somewhere in the arguments, as the JSON outcome too.
+fn usage_error(error: &clap::Error) -> u8 {
+    let _ = error.print();
+    if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        return EXIT_COMPLETED;
     }
+    let wants_json = std::env::args()
+        .skip(1)
+        .any(|arg| arg == "--json" || arg.starts_with("--output=json") || arg.starts_with("--output=stream-json"))
+        || std::env::args().collect::<Vec<_>>().windows(2).any(|pair| pair[0] == "--output" && pair[1] != "text");
+    if wants_json {
+        let message = error.kind().as_str().map_or_else(|| "the command line is wrong".to_string(), str::to_string);
+        let detail = error.render().to_string();
+        let first = detail.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
+        let text = if first.is_empty() { message } else { first };
+        outcome::print_json(&outcome::JsonOutcome {
+            ok: false,
+            exit_code: EXIT_USAGE,
+            session: None,
+            result: None,
+            error: Some(outcome::Failure {
+                kind: outcome::Kind::Usage,
+                message: text,
+                hint: Some("`managed-agents --help` lists the commands and options".into()),
+                status: None,
+            }),
+        });
+    }
+    EXIT_USAGE
 }
 
 /// Runs the command; returns its exit code.
-async fn run(command: Command) -> Result<u8, BoxError> {
-    let options = command.options().clone();
-    let screen = Arc::new(Screen::new(options.json));
-    let toolbox = tools::toolbox(&options).await?;
-    let host = host::build(&options, &toolbox.schemas()).await?;
-    screen.note(&format!("loop host: {}", host.description));
-    if host.emulated && options.script.is_none() && options.provider.is_none() {
+async fn dispatch(command: Command) -> Result<u8, BoxError> {
+    match command {
+        Command::Run { prompt, prompt_file, options } => {
+            // The prompt is read (and an empty one refused) before anything starts.
+            let prompt = prompt::read(prompt.as_deref(), prompt_file.as_deref())?;
+            conversation(options, Some(prompt)).await
+        }
+        Command::Chat { options } => conversation(options, None).await,
+        Command::Sessions { action, json } => conversations::run(action, json).await,
+        Command::Config { action } => {
+            match action {
+                ConfigAction::Path => match config::path() {
+                    Some(path) => println!("{}", path.display()),
+                    None => {
+                        return Err(UsageError(format!(
+                            "there is no configuration directory: set {}",
+                            config::CONFIG_ENV
+                        ))
+                        .into());
+                    }
+                },
+                ConfigAction::Example => print!("{}", config::EXAMPLE),
+            }
+            Ok(EXIT_COMPLETED)
+        }
+        Command::Agents { action, json } => {
+            let screen = Arc::new(Screen::new(if json { Output::Json } else { Output::Text }));
+            agents::run(action, json, &screen).await
+        }
+    }
+}
+
+/// `run` (with its prompt) or `chat` (without): the options filled from the configuration file, the script
+/// and the MCP servers checked, the tools started, the loop host built, the conversation picked — then the
+/// requests.
+async fn conversation(options: Options, prompt: Option<String>) -> Result<u8, BoxError> {
+    let config = config::load()?;
+    let options = config.fill(options);
+    let script = loop_host::script(&options)?;
+    let servers = tools::plan(&options, &config.mcp_servers)?;
+    let ctrl_c = CtrlC::install();
+    let screen = Arc::new(Screen::new(options.output()));
+    retries::show_on(&screen);
+    let toolbox = tools::toolbox(servers, &screen).await?;
+    let loop_host = loop_host::build(&options, script, &toolbox.schemas()).await?;
+    screen.note(&format!("loop host: {}", loop_host.description));
+    for warning in warnings(&options, loop_host.kind) {
+        screen.note(&format!("warning: {warning}"));
+    }
+    if loop_host.emulated && options.script.is_none() && options.provider.is_none() {
         screen.note(
             "(no provider is configured — set ANTHROPIC_API_KEY, AGENTCORE_HARNESS_ARN or OPENAI_BASE_URL, or pass \
              --provider; the emulator answers with a fixed reply)",
@@ -67,49 +150,54 @@ async fn run(command: Command) -> Result<u8, BoxError> {
     if !toolbox.names().is_empty() {
         screen.note(&format!("tools: {}", toolbox.names().join(", ")));
     }
+    let address_from = loop_host.address_from;
     let interactive = std::io::stdin().is_terminal();
     // Stdin is read for chat messages, and for approvals when someone can answer them.
     let asks = interactive && !options.yes;
-    let input = (asks || matches!(command, Command::Chat { .. })).then(|| Arc::new(Input::spawn()));
-    let session_options = session_options(&options, &host, &screen, interactive.then(|| input.clone()).flatten());
+    let input = (asks || prompt.is_none()).then(|| Arc::new(Input::spawn()));
     let handler = Terminal::new(toolbox, Arc::clone(&screen));
-    match command {
-        Command::Run { prompt, .. } => {
-            let started = Instant::now();
-            let outcome = Session::run(&*host.provider, handler, session_options.prompt(prompt)).await;
-            screen.line_break();
-            Ok(report::outcome(&outcome, started.elapsed(), options.json))
-        }
-        Command::Chat { .. } => {
-            let input = input.unwrap_or_else(|| Arc::new(Input::spawn()));
-            let chat = chat::Chat { provider: Arc::clone(&host.provider), input, screen, json: options.json };
-            chat.run(handler, session_options).await?;
-            Ok(report::EXIT_COMPLETED)
-        }
+    let parts = Parts {
+        loop_host,
+        handler,
+        input: interactive.then(|| input.clone()).flatten(),
+        screen: Arc::clone(&screen),
+        ctrl_c: ctrl_c.clone(),
+    };
+    let mut requests = Requests::open(&options, parts).await?;
+    if !requests.is_new() {
+        screen.note(&format!("continuing conversation {}", requests.id()));
     }
+    let code = match prompt {
+        Some(prompt) => match requests.send(prompt).await {
+            Sent::Ended(code) => code,
+            Sent::Quit => EXIT_INTERRUPTED,
+        },
+        None => {
+            let input = input.unwrap_or_else(|| Arc::new(Input::spawn()));
+            chat::run(&mut requests, &input, &screen, &ctrl_c).await
+        }
+    };
+    if code == outcome::EXIT_FAILED
+        && let Some(variable) = address_from
+    {
+        screen.note(&format!("  (the loop host's address comes from {variable})"));
+    }
+    Ok(code)
 }
 
-/// The session options of the command line: the agent, limits, live text, and the approval hook.
-fn session_options(
-    options: &Options,
-    host: &host::Host,
-    screen: &Arc<Screen>,
-    input: Option<Arc<Input>>,
-) -> SessionOptions {
-    // Text streams as it is written: Claude sends live previews only when asked; other hosts stream anyway.
-    let mut session = SessionOptions::new().live_text(true);
-    if let Some(agent) = &host.agent {
-        session = session.agent(agent.clone());
+/// Settings given that the run does not use: each is said, not silently dropped.
+fn warnings(options: &Options, kind: ProviderName) -> Vec<&'static str> {
+    let mut warnings = Vec::new();
+    if kind != ProviderName::Claude {
+        if options.agent_id.is_some() {
+            warnings.push("--agent-id (or CLAUDE_AGENT_ID) applies to Claude only; it is not used");
+        }
+        if options.environment_id.is_some() {
+            warnings.push("--environment-id (or CLAUDE_ENVIRONMENT_ID) applies to Claude only; it is not used");
+        }
     }
-    if let Some(max_turns) = options.max_turns {
-        session = session.max_turns(max_turns);
+    if options.mcp_token.is_some() && options.mcp_url.is_empty() {
+        warnings.push("--mcp-token is sent to --mcp-url servers only, and none is given");
     }
-    if let Some(seconds) = options.timeout {
-        session = session.timeout(Duration::from_secs(seconds));
-    }
-    if options.yes {
-        session.permission(AllowAll)
-    } else {
-        session.permission(TerminalPermission::new(Arc::clone(screen), input))
-    }
+    warnings
 }

@@ -1,14 +1,16 @@
-//! The session's handler: runs the toolbox's tools with a spinner and streams the assistant's text.
+//! The session's handler: runs the toolbox's tools under the spinner and streams the assistant's text (or, with
+//! `--output stream-json`, each event).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use indicatif::{ProgressBar, ProgressDrawTarget};
 use managed_agents_core::tools::Toolbox;
 use managed_agents_core::{Event, Handler, SessionInfo, ToolOutput, ToolUse};
 
 use crate::screen::{Screen, bounded, shorten};
+
+/// What the spinner says while the model works.
+pub const THINKING: &str = "waiting for the model…";
 
 /// The toolbox, seen at the terminal.
 pub struct Terminal {
@@ -21,34 +23,24 @@ impl Terminal {
     pub fn new(toolbox: Toolbox, screen: Arc<Screen>) -> Self {
         Self { toolbox, screen }
     }
-
-    /// A spinner on stderr while `call` runs (hidden when stderr is not a terminal).
-    fn spinner(&self, call: &ToolUse) -> ProgressBar {
-        if !self.screen.stderr_is_terminal {
-            return ProgressBar::hidden();
-        }
-        self.screen.line_break();
-        let spinner = ProgressBar::new_spinner().with_message(format!("{} {}", call.name, bounded(&call.input)));
-        spinner.set_draw_target(ProgressDrawTarget::stderr());
-        spinner.enable_steady_tick(Duration::from_millis(100));
-        spinner
-    }
 }
 
 #[async_trait]
 impl Handler for Terminal {
     async fn handle_tool_call_with_info(&self, call: &ToolUse, info: &SessionInfo) -> ToolOutput {
-        let spinner = self.spinner(call);
+        self.screen.waiting(&format!("{} {}", call.name, bounded(&call.input)));
         let output = self.toolbox.handle_tool_call_with_info(call, info).await;
-        spinner.finish_and_clear();
         match &output {
             Ok(text) => self.screen.note(&format!("  ↳ {} → {}", call.name, shorten(text))),
             Err(error) => self.screen.note(&format!("  ↳ {} failed: {}", call.name, shorten(&error.to_string()))),
         }
+        // The results go back to the model, whose next turn is waited for.
+        self.screen.waiting(THINKING);
         output
     }
 
     fn handle_event(&self, event: &Event, _info: &SessionInfo) {
+        self.screen.stream_json(&serde_json::json!({"event": event}));
         if let Some(text) = event.text_delta_text() {
             self.screen.text(text);
         }

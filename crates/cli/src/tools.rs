@@ -7,31 +7,100 @@
 //! `server-` and a `@scope/` (so `python3 -m mcp_server_time` is `time`, and
 //! `npx -y @modelcontextprotocol/server-everything` is `everything`). A URL's server is named from its host.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use managed_agents_core::BoxError;
 use managed_agents_core::tools::Toolbox;
-use managed_agents_mcp::{Http, McpServer, Stdio};
+use managed_agents_mcp::{Http, McpServer, Stdio, Transport};
 
 use crate::args::Options;
-use crate::report::UsageError;
+use crate::mcp_config::{Endpoint, ServerSpec};
+use crate::outcome::{McpError, UsageError};
+use crate::screen::Screen;
 
 /// Launchers whose first non-flag argument names the server's package.
 const LAUNCHERS: &[&str] = &["npx", "uvx", "pipx", "bunx", "pnpx", "docker"];
 
-/// Connects the MCP servers of `options` and gathers their tools in a toolbox.
-pub async fn toolbox(options: &Options) -> Result<Toolbox, BoxError> {
-    let mut builder = Toolbox::builder();
+/// One server to connect: its name, where it is, and where it was named (for messages).
+struct Planned {
+    name: String,
+    transport: Transport,
+}
+
+/// The servers of the command line (`--mcp`, `--mcp-url`), of `--mcp-config` and of the configuration file, in
+/// that order; a name already taken is not connected twice (the command line wins). Checked before any is
+/// started.
+pub fn plan(
+    options: &Options,
+    configured: &BTreeMap<String, ServerSpec>,
+) -> Result<Vec<(String, Transport)>, UsageError> {
+    let mut planned: Vec<Planned> = Vec::new();
     for command in &options.mcp {
         let (name, words) = parse_command(command)?;
         let (program, args) =
             words.split_first().ok_or_else(|| UsageError(format!("--mcp `{command}` names no command")))?;
-        let server = McpServer::builder(name, Stdio::new(program.clone()).args(args.iter().cloned())).connect().await?;
-        builder = builder.dyn_tools(server.tools().await?);
+        planned.push(Planned { name, transport: Stdio::new(program.clone()).args(args.iter().cloned()).into() });
     }
     for url in &options.mcp_url {
         let (name, url) = split_name(url);
         let name = name.unwrap_or_else(|| url_name(url));
-        let server = McpServer::builder(name, Http::new(url)).connect().await?;
-        builder = builder.dyn_tools(server.tools().await?);
+        let mut http = Http::new(url);
+        if let Some(token) = &options.mcp_token {
+            http = http.bearer_token(token.clone());
+        }
+        planned.push(Planned { name, transport: http.into() });
+    }
+    let mut from_files = Vec::new();
+    if let Some(path) = &options.mcp_config {
+        let origin = path.display().to_string();
+        from_files.extend(crate::mcp_config::read(path)?.into_iter().map(|(name, spec)| (name, spec, origin.clone())));
+    }
+    from_files.extend(configured.iter().map(|(name, spec)| (name.clone(), spec.clone(), "the config file".into())));
+    for (name, spec, origin) in from_files {
+        if planned.iter().any(|server| server.name == name) {
+            continue;
+        }
+        let transport: Transport = match spec.endpoint(&name, &origin)? {
+            Endpoint::Stdio { program, args, env, cwd } => {
+                let stdio =
+                    env.into_iter().fold(Stdio::new(program).args(args), |stdio, (key, value)| stdio.env(key, value));
+                match cwd {
+                    Some(cwd) => stdio.cwd(cwd).into(),
+                    None => stdio.into(),
+                }
+            }
+            Endpoint::Http { url, headers, bearer_token } => {
+                let http = headers.into_iter().fold(Http::new(url), |http, (key, value)| http.header(key, value));
+                match bearer_token {
+                    Some(token) => http.bearer_token(token).into(),
+                    None => http.into(),
+                }
+            }
+        };
+        planned.push(Planned { name, transport });
+    }
+    Ok(planned.into_iter().map(|server| (server.name, server.transport)).collect())
+}
+
+/// Connects the planned servers (the spinner says which one is awaited; each server's standard error is shown
+/// on ours, each line prefixed with its name) and gathers their tools in a toolbox.
+pub async fn toolbox(servers: Vec<(String, Transport)>, screen: &Arc<Screen>) -> Result<Toolbox, BoxError> {
+    let mut builder = Toolbox::builder();
+    for (name, transport) in servers {
+        screen.waiting(&format!("starting MCP server `{name}`…"));
+        let lines = Arc::clone(screen);
+        let prefix = name.clone();
+        let connected = McpServer::builder(name, transport)
+            .on_stderr(move |line| lines.note(&format!("  [{prefix}] {line}")))
+            .connect()
+            .await;
+        let tools = match connected {
+            Ok(server) => server.tools().await,
+            Err(error) => Err(error),
+        };
+        screen.done_waiting();
+        builder = builder.dyn_tools(tools.map_err(|error| McpError(Box::new(error)))?);
     }
     Ok(builder.build()?)
 }

@@ -40,6 +40,7 @@ macro_rules! __for_each_scenario {
                 basic::multi_turn_tool_loop: always,
                 basic::terminated_turn: always,
                 basic::max_turns_exceeded: always,
+                basic::max_turns_allows_a_last_answer: always,
                 basic::turn_guard_halts: always,
                 basic::terminal_tool_reprompt: always,
                 basic::terminal_tool_exhaustion: always,

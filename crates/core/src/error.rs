@@ -100,7 +100,8 @@ pub enum Error {
         partial: Box<SessionResult>,
     },
 
-    /// The session needed more turns than allowed.
+    /// The request needed more turns than allowed: its last turn asked for tools (or a re-prompt) with the limit
+    /// reached, and they were not run.
     #[error("more than {max_turns} turns")]
     #[non_exhaustive]
     MaxTurnsExceeded {

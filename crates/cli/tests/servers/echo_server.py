@@ -45,6 +45,9 @@ def answer(request):
 
 
 def main():
+    # A line on standard error, as real servers log: the runner shows it prefixed with the server's name.
+    sys.stderr.write("echo server ready\n")
+    sys.stderr.flush()
     for line in sys.stdin:
         line = line.strip()
         if not line:

@@ -136,7 +136,8 @@ pub async fn terminated_turn<B: Backend>(backend: &B) -> Verdict {
     Verdict::Passed
 }
 
-/// With `max_turns(2)` a third turn fails the run; the error keeps the three turns' events.
+/// With `max_turns(2)`, a second turn that asks for tools again stops the run before they run (their results
+/// would need a third turn); the error keeps the two turns' events, and the loop host was asked twice.
 pub async fn max_turns_exceeded<B: Backend>(backend: &B) -> Verdict {
     let script = three_steps().turn(ScriptTurn::text("never reached"));
     let harness = backend.start(script).await;
@@ -145,10 +146,23 @@ pub async fn max_turns_exceeded<B: Backend>(backend: &B) -> Verdict {
         panic!("expected MaxTurnsExceeded: {error:?}")
     };
     assert_eq!(*max_turns, 2);
-    assert_eq!(partial.turns, 3, "N turns are allowed; the error comes on turn N+1");
+    assert_eq!(partial.turns, 2, "N turns are allowed; a turn that needs another stops the run");
     assert_eq!(partial.terminal_reason, TerminalReason::MaxTurns);
     assert!(!partial.events.is_empty());
-    assert_eq!(harness.log.inputs().len(), 3);
+    assert_eq!(harness.log.inputs().len(), 2, "no third turn was asked for");
+    assert_eq!(partial.custom_tool_uses.len(), 2, "the second turn's calls are reported, not run");
+    Verdict::Passed
+}
+
+/// With `max_turns(2)`, a second turn that answers completes the run: the limit stops only a turn that would
+/// need another.
+pub async fn max_turns_allows_a_last_answer<B: Backend>(backend: &B) -> Verdict {
+    let script =
+        Script::new().turn(ScriptTurn::tool_call("call_1", "step", json!({"n": 1}))).turn(ScriptTurn::text("Done."));
+    let harness = backend.start(script).await;
+    let result = Session::run(&*harness.provider, EchoTools, options(&harness).max_turns(2)).await.expect("completes");
+    assert_eq!(result.terminal_reason, TerminalReason::Completed);
+    assert_eq!((result.turns, result.text.as_str()), (2, "Done."));
     Verdict::Passed
 }
 

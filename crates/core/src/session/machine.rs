@@ -536,11 +536,9 @@ impl Machine {
             let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::HaltedByGuard));
             return self.fail(Error::Halted { reason, partial }, out);
         }
-        if self.request.turns > self.config.max_turns {
-            let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::MaxTurns));
-            return self.fail(Error::MaxTurnsExceeded { max_turns: self.config.max_turns, partial }, out);
-        }
         match turn.terminal {
+            // Another turn is needed (the calls' results go back to the model): not when the limit is reached.
+            Terminal::RequiresAction if self.out_of_turns() && !self.request.interrupted => self.fail_max_turns(out),
             Terminal::RequiresAction => {
                 let uses = self.unanswered(turn.custom_tool_uses);
                 if uses.is_empty() {
@@ -561,7 +559,9 @@ impl Machine {
                 self.finish(terminal, TerminalReason::Interrupted, out);
             }
             Terminal::EndTurn if self.terminal_tool_missing() => {
-                if self.request.reprompts_left > 0 {
+                if self.request.reprompts_left > 0 && self.out_of_turns() {
+                    self.fail_max_turns(out);
+                } else if self.request.reprompts_left > 0 {
                     self.request.reprompts_left -= 1;
                     let text = reprompt_text(self.config.terminal_tool.as_deref().unwrap_or_default());
                     self.drive(TurnInput::Message { text }, out);
@@ -571,6 +571,17 @@ impl Machine {
             }
             terminal => self.finish(terminal, TerminalReason::Completed, out),
         }
+    }
+
+    /// Whether the request has taken every turn it may: a turn that would need another one stops it instead.
+    /// (A turn that ends the request completes it, whatever the count.)
+    fn out_of_turns(&self) -> bool {
+        self.request.turns >= self.config.max_turns
+    }
+
+    fn fail_max_turns(&mut self, out: &mut Vec<Command>) {
+        let partial = Box::new(self.result(Terminal::Terminated, TerminalReason::MaxTurns));
+        self.fail(Error::MaxTurnsExceeded { max_turns: self.config.max_turns, partial }, out);
     }
 
     fn check_guard(&self) -> Option<String> {

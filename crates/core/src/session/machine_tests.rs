@@ -142,18 +142,33 @@ fn duplicate_stream_events_are_delivered_once() {
 }
 
 #[test]
-fn max_turns_allows_n_and_fails_on_n_plus_one() {
+fn max_turns_allows_n_turns_and_stops_before_asking_for_another() {
     let mut machine = Machine::new(MachineConfig { max_turns: 2, ..config(Mode::RequestResponse, false) });
     machine.handle(Signal::Started);
-    for id in ["a", "b"] {
-        poll(&mut machine, turn(Terminal::RequiresAction, &[id]));
-        machine.handle(Signal::ToolsFinished(vec![ToolResult::ok(id, "")]));
-    }
-    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    poll(&mut machine, turn(Terminal::RequiresAction, &["a"]));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("a", "")]));
+    // The second turn asks for tools again: their results would need a third turn, so they do not run.
+    let commands = poll(&mut machine, turn(Terminal::RequiresAction, &["b"]));
     let [Command::Fail(Error::MaxTurnsExceeded { max_turns: 2, partial })] = commands.as_slice() else {
         panic!("{commands:?}")
     };
-    assert_eq!(partial.turns, 3);
+    assert_eq!(partial.turns, 2);
+    assert_eq!(partial.terminal_reason, TerminalReason::MaxTurns);
+}
+
+#[test]
+fn a_last_turn_that_answers_completes_at_the_limit() {
+    let mut machine = Machine::new(MachineConfig { max_turns: 2, ..config(Mode::RequestResponse, false) });
+    machine.handle(Signal::Started);
+    poll(&mut machine, turn(Terminal::RequiresAction, &["a"]));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("a", "")]));
+    let commands = poll(&mut machine, turn(Terminal::EndTurn, &[]));
+    assert!(
+        commands.iter().any(
+            |command| matches!(command, Command::Finish(result) if result.terminal_reason == TerminalReason::Completed)
+        ),
+        "{commands:?}"
+    );
 }
 
 #[test]
@@ -551,7 +566,7 @@ proptest! {
                 Command::Finish(_) | Command::Fail(_) => ends += 1,
                 Command::Forward(_) | Command::Normalize(_) | Command::Reconnect { .. } | Command::DropTools => {}
             }
-            prop_assert!(normalized <= max_turns + 1, "more than max_turns + 1 turns");
+            prop_assert!(normalized <= max_turns, "more than max_turns turns");
         }
         prop_assert_eq!(ends, 1, "a synchronous run ends exactly once");
         prop_assert_eq!(machine.phase(), Phase::Done);

@@ -156,7 +156,9 @@ impl SessionOptions {
         self
     }
 
-    /// How many turns one request may take (default 50; at least 1).
+    /// How many turns one request may take (default 50; at least 1). A turn that ends the request completes it
+    /// at the limit; one that needs another (tool calls whose results would go back) stops the request with
+    /// [`Error::MaxTurnsExceeded`](crate::Error::MaxTurnsExceeded) before its calls run.
     pub fn max_turns(mut self, max_turns: u32) -> Self {
         self.max_turns = max_turns;
         self

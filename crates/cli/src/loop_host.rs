@@ -10,7 +10,7 @@ use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_local::{Local, LocalBuilder};
 
 use crate::args::{Options, ProviderName};
-use crate::report::UsageError;
+use crate::outcome::{Hinted, UsageError};
 
 /// How many turns the default emulator script answers before it runs out.
 const DEFAULT_SCRIPT_TURNS: usize = 100;
@@ -22,6 +22,8 @@ const DEFAULT_REPLY: &str = "(This is the bundled emulator: it plays a script, n
 
 /// The loop host of a run, and what keeps it alive.
 pub struct Host {
+    /// Which kind it is.
+    pub kind: ProviderName,
     /// The provider.
     pub provider: Arc<dyn Provider>,
     /// The agent to run (hosted providers), if any.
@@ -30,24 +32,35 @@ pub struct Host {
     pub description: String,
     /// Whether this is a bundled emulator rather than a real host.
     pub emulated: bool,
+    /// Where its address came from (an environment variable), for errors that name it.
+    pub address_from: Option<&'static str>,
     /// The emulator server, kept alive for the run.
     _emulator: Option<Box<dyn Any + Send>>,
 }
 
 impl Host {
     /// A real loop host.
-    fn real(provider: impl Provider + 'static, agent: Option<AgentHandle>, description: String) -> Self {
-        Self { provider: Arc::new(provider), agent, description, emulated: false, _emulator: None }
+    fn real(
+        kind: ProviderName,
+        provider: impl Provider + 'static,
+        agent: Option<AgentHandle>,
+        description: String,
+        address_from: Option<&'static str>,
+    ) -> Self {
+        let provider = Arc::new(provider);
+        Self { kind, provider, agent, description, emulated: false, address_from, _emulator: None }
     }
 
     /// A bundled emulator's host; `emulator` is kept alive with it.
     fn emulated(
+        kind: ProviderName,
         provider: impl Provider + 'static,
         agent: Option<AgentHandle>,
         description: String,
         emulator: impl Any + Send,
     ) -> Self {
-        Self { provider: Arc::new(provider), agent, description, emulated: true, _emulator: Some(Box::new(emulator)) }
+        let (provider, emulator) = (Arc::new(provider), Some(Box::new(emulator) as Box<dyn Any + Send>));
+        Self { kind, provider, agent, description, emulated: true, address_from: None, _emulator: emulator }
     }
 }
 
@@ -65,15 +78,20 @@ fn chosen(options: &Options) -> (ProviderName, bool) {
     }
 }
 
-/// Reads a script file (a usage error when it is missing or malformed).
+/// Reads a script file: a usage error when it is missing, malformed or has no turns.
 pub fn load_script(path: &Path) -> Result<Script, UsageError> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| UsageError(format!("cannot read the script {}: {error}", path.display())))?;
-    serde_json::from_str(&text).map_err(|error| UsageError(format!("bad script {}: {error}", path.display())))
+    let script: Script =
+        serde_json::from_str(&text).map_err(|error| UsageError(format!("bad script {}: {error}", path.display())))?;
+    if script.turns.is_empty() {
+        return Err(UsageError(format!("the script {} has no turns: give it at least one", path.display())));
+    }
+    Ok(script)
 }
 
-/// The script the emulator plays: the file's, or a default that explains itself.
-fn script(options: &Options) -> Result<Script, UsageError> {
+/// The script the emulator plays: the file's (read before anything starts), or a default that explains itself.
+pub fn script(options: &Options) -> Result<Script, UsageError> {
     match &options.script {
         Some(path) => load_script(path),
         None => {
@@ -84,94 +102,114 @@ fn script(options: &Options) -> Result<Script, UsageError> {
 
 /// Builds the loop host the options ask for, with `tools` declared to it where the provider takes declarations
 /// (Local; hosted agents declare their tools when they are provisioned).
-pub async fn build(options: &Options, tools: &[ToolSchema]) -> Result<Host, BoxError> {
+pub async fn build(options: &Options, script: Script, tools: &[ToolSchema]) -> Result<Host, BoxError> {
     let (kind, real) = chosen(options);
     match (kind, real) {
         (ProviderName::Local | ProviderName::Emulator, true) => {
-            let provider = local(LocalBuilder::from_env(), options, tools).build()?;
+            let base_url = env_value("OPENAI_BASE_URL").ok_or_else(|| {
+                UsageError(
+                    "the local loop needs an endpoint: set OPENAI_BASE_URL (e.g. http://127.0.0.1:11434/v1)".into(),
+                )
+            })?;
+            let Some(model) = options.model.clone().or_else(|| env_value("OPENAI_MODEL")) else {
+                return Err(UsageError(
+                    "no model given for the local loop: pass --model NAME (or set OPENAI_MODEL, or `model` in the \
+                     config file)"
+                        .into(),
+                )
+                .into());
+            };
+            let mut builder = Local::builder().base_url(base_url).model(model);
+            if let Some(key) = env_value("OPENAI_API_KEY") {
+                builder = builder.api_key(key);
+            }
+            let provider = local(builder, tools).build().map_err(|error| Hinted {
+                hint: "check OPENAI_BASE_URL (an http(s) URL) and --model".into(),
+                error: Box::new(error),
+            })?;
             let description = format!("the local loop with model `{}`", provider.model());
-            Ok(Host::real(provider, None, description))
+            Ok(Host::real(ProviderName::Local, provider, None, description, Some("OPENAI_BASE_URL")))
         }
         (ProviderName::Local | ProviderName::Emulator, false) => {
-            let emulator = LocalEmulator::start(script(options)?).await?;
-            let builder = Local::builder().base_url(emulator.base_url()).model("emulated");
-            let provider = local(builder, options, tools).build()?;
+            let emulator = LocalEmulator::start(script).await?;
+            let model = options.model.clone().unwrap_or_else(|| "emulated".into());
+            let builder = Local::builder().base_url(emulator.base_url()).model(model);
+            let provider = local(builder, tools).build()?;
             let description = format!("the local loop against the bundled emulator at {}", emulator.base_url());
-            Ok(Host::emulated(provider, None, description, emulator))
+            Ok(Host::emulated(ProviderName::Local, provider, None, description, emulator))
         }
-        (ProviderName::Claude, real) => claude(options, real).await,
-        (ProviderName::Agentcore, real) => agentcore(options, real).await,
+        (ProviderName::Claude, real) => claude(options, script, real).await,
+        (ProviderName::Agentcore, real) => agentcore(options, script, real).await,
     }
 }
 
-/// A Local builder with the system prompt and tools of the run.
-fn local(builder: LocalBuilder, options: &Options, tools: &[ToolSchema]) -> LocalBuilder {
-    let builder = match &options.system {
-        Some(system) => builder.system_prompt(system.clone()),
-        None => builder,
-    };
-    let builder = match &options.model {
-        Some(model) => builder.model(model.clone()),
-        None => builder,
-    };
+/// The value of environment variable `name`, when it is set and not blank.
+pub fn env_value(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.trim().is_empty())
+}
+
+/// A Local builder with the tools of the run.
+fn local(builder: LocalBuilder, tools: &[ToolSchema]) -> LocalBuilder {
     tools.iter().cloned().fold(builder, LocalBuilder::tool)
 }
 
 #[cfg(feature = "claude")]
-async fn claude(options: &Options, real: bool) -> Result<Host, BoxError> {
-    use managed_agents_claude::ClaudeManagedAgents;
+async fn claude(options: &Options, script: Script, real: bool) -> Result<Host, BoxError> {
     use managed_agents_claude::emulator::ClaudeEmulator;
 
     if real {
-        let provider = ClaudeManagedAgents::from_env()?;
+        let provider = crate::agents::claude_from_env()?;
         let (Some(agent_id), Some(environment_id)) = (options.agent_id.clone(), options.environment_id.clone()) else {
-            return Err(UsageError(
-                "Claude needs an agent: pass --agent-id and --environment-id (or set CLAUDE_AGENT_ID and \
-                 CLAUDE_ENVIRONMENT_ID)"
-                    .into(),
-            )
+            return Err(Hinted {
+                error: Box::new(UsageError(
+                    "Claude needs an agent: pass --agent-id and --environment-id (or set CLAUDE_AGENT_ID and \
+                     CLAUDE_ENVIRONMENT_ID, or `agent_id` / `environment_id` in the config file)"
+                        .into(),
+                )),
+                hint: "no agent yet? `managed-agents agents create NAME --model claude-sonnet-4-5` makes one".into(),
+            }
             .into());
         };
         let description = format!("Claude Managed Agents, agent {agent_id}");
         let agent = Some(AgentHandle { agent_id, environment_id: Some(environment_id) });
-        return Ok(Host::real(provider, agent, description));
+        let from =
+            Some(if env_value("ANTHROPIC_BASE_URL").is_some() { "ANTHROPIC_BASE_URL" } else { "ANTHROPIC_API_KEY" });
+        return Ok(Host::real(ProviderName::Claude, provider, agent, description, from));
     }
-    let emulator = ClaudeEmulator::start(script(options)?).await?;
+    let emulator = ClaudeEmulator::start(script).await?;
     let (agent_id, environment_id) = emulator.seed_agent();
     let provider = emulator.provider_builder().build()?;
     let description = format!("the bundled Claude Managed Agents emulator at {}", emulator.base_url());
     let agent = Some(AgentHandle { agent_id, environment_id: Some(environment_id) });
-    Ok(Host::emulated(provider, agent, description, emulator))
+    Ok(Host::emulated(ProviderName::Claude, provider, agent, description, emulator))
 }
 
 #[cfg(not(feature = "claude"))]
-async fn claude(_: &Options, _: bool) -> Result<Host, BoxError> {
+async fn claude(_: &Options, _: Script, _: bool) -> Result<Host, BoxError> {
     Err(UsageError("this build has no Claude provider (build with the `claude` feature)".into()).into())
 }
 
 #[cfg(feature = "agentcore")]
-async fn agentcore(options: &Options, real: bool) -> Result<Host, BoxError> {
+async fn agentcore(_options: &Options, script: Script, real: bool) -> Result<Host, BoxError> {
     use managed_agents_agentcore::BedrockAgentCore;
     use managed_agents_agentcore::emulator::AgentCoreEmulator;
 
     if real {
-        let arn = std::env::var("AGENTCORE_HARNESS_ARN")
-            .ok()
-            .filter(|arn| !arn.trim().is_empty())
+        let arn = env_value("AGENTCORE_HARNESS_ARN")
             .ok_or_else(|| UsageError("Bedrock AgentCore needs a harness: set AGENTCORE_HARNESS_ARN".into()))?;
         let provider = BedrockAgentCore::from_env().await?;
         let description = format!("Bedrock AgentCore, harness {arn}");
         let agent = Some(AgentHandle { agent_id: arn, environment_id: None });
-        return Ok(Host::real(provider, agent, description));
+        return Ok(Host::real(ProviderName::Agentcore, provider, agent, description, Some("AGENTCORE_HARNESS_ARN")));
     }
-    let emulator = AgentCoreEmulator::start(script(options)?).await?;
+    let emulator = AgentCoreEmulator::start(script).await?;
     let description = format!("the bundled Bedrock AgentCore emulator at {}", emulator.base_url());
     let agent = Some(AgentHandle { agent_id: emulator.harness_arn(), environment_id: None });
     let provider = emulator.provider_builder().build()?;
-    Ok(Host::emulated(provider, agent, description, emulator))
+    Ok(Host::emulated(ProviderName::Agentcore, provider, agent, description, emulator))
 }
 
 #[cfg(not(feature = "agentcore"))]
-async fn agentcore(_: &Options, _: bool) -> Result<Host, BoxError> {
+async fn agentcore(_: &Options, _: Script, _: bool) -> Result<Host, BoxError> {
     Err(UsageError("this build has no Bedrock AgentCore provider (build with the `agentcore` feature)".into()).into())
 }

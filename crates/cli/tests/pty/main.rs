@@ -1,0 +1,209 @@
+//! `managed-agents` driven in a pseudo-terminal, as a person uses it: messages, approvals (type-ahead, `a`,
+//! Ctrl-C), Ctrl-C during a turn on Local and on Claude, a stdio MCP server that survives it, the spinner.
+#![cfg(unix)]
+
+use std::process::Command;
+use std::time::Duration;
+
+use expectrl::process::unix::WaitStatus;
+use expectrl::session::OsSession;
+use expectrl::{ControlCode, Eof, Expect, Session};
+
+/// The in-repo MCP test server, as an `--mcp` command.
+const ECHO_SERVER: &str = "python3 tests/servers/echo_server.py";
+
+/// A temporary home for the conversations, and the session in the terminal.
+struct Terminal {
+    session: OsSession,
+    _home: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Terminal {
+    type Target = OsSession;
+    fn deref(&self) -> &OsSession {
+        &self.session
+    }
+}
+
+impl std::ops::DerefMut for Terminal {
+    fn deref_mut(&mut self) -> &mut OsSession {
+        &mut self.session
+    }
+}
+
+/// `managed-agents ARGS…` in a pseudo-terminal, with its files in a home of its own.
+fn spawn(args: &[&str]) -> Terminal {
+    let home = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_managed-agents"));
+    command.current_dir(env!("CARGO_MANIFEST_DIR")).args(args);
+    for name in
+        ["ANTHROPIC_API_KEY", "AGENTCORE_HARNESS_ARN", "OPENAI_BASE_URL", "CLAUDE_AGENT_ID", "CLAUDE_ENVIRONMENT_ID"]
+    {
+        command.env_remove(name);
+    }
+    command
+        .env("MANAGED_AGENTS_DB", home.path().join("sessions.sqlite3"))
+        .env("MANAGED_AGENTS_CONFIG", home.path().join("config.toml"));
+    let mut session = Session::spawn(command).expect("the binary starts in a pseudo-terminal");
+    // A bound on each wait (a hang fails the test instead of blocking it), not a pause.
+    session.set_expect_timeout(Some(Duration::from_secs(30)));
+    Terminal { session, _home: home }
+}
+
+/// `chat --script SCRIPT MORE…`.
+fn chat(script: &str, more: &[&str]) -> Terminal {
+    spawn(&[&["chat", "--script", script][..], more].concat())
+}
+
+/// Waits for the output to end and the process to exit with `code`; returns what it printed last.
+fn exits_with(terminal: &mut Terminal, code: i32) -> String {
+    let rest = terminal.expect(Eof).unwrap();
+    let rest = String::from_utf8_lossy(rest.before()).into_owned();
+    let status = terminal.get_process().wait().unwrap();
+    assert!(matches!(status, WaitStatus::Exited(_, c) if c == code), "{status:?}: {rest}");
+    rest
+}
+
+/// The text printed before `needle` (waiting for it).
+fn before(terminal: &mut Terminal, needle: &str) -> String {
+    let found = terminal.expect(needle).unwrap_or_else(|error| panic!("waiting for {needle:?}: {error}"));
+    String::from_utf8_lossy(found.before()).into_owned()
+}
+
+#[test]
+fn two_messages_then_ctrl_c_at_the_prompt_exits_cleanly() {
+    let mut terminal = chat("tests/scripts/chat.json", &[]);
+    terminal.expect("the local loop against the bundled emulator").unwrap();
+    terminal.expect("> ").unwrap();
+    terminal.send_line("Hello").unwrap();
+    terminal.expect("First answer.").unwrap();
+    terminal.expect("[completed · 1 turn").unwrap();
+    terminal.expect("> ").unwrap();
+    terminal.send_line("And again").unwrap();
+    terminal.expect("Second answer.").unwrap();
+    terminal.expect("> ").unwrap();
+    terminal.send(ControlCode::EndOfText).unwrap();
+    exits_with(&mut terminal, 0);
+}
+
+#[test]
+fn end_of_input_at_the_prompt_exits_cleanly() {
+    let mut terminal = chat("tests/scripts/chat.json", &[]);
+    terminal.expect("> ").unwrap();
+    terminal.send_line("Hello").unwrap();
+    terminal.expect("First answer.").unwrap();
+    terminal.expect("> ").unwrap();
+    terminal.send(ControlCode::EndOfTransmission).unwrap();
+    exits_with(&mut terminal, 0);
+}
+
+#[test]
+fn each_tool_call_is_asked_about_and_runs_only_when_allowed() {
+    let mut terminal = chat("tests/scripts/approve.json", &["--mcp", ECHO_SERVER]);
+    terminal.expect("> ").unwrap();
+    terminal.send_line("Use the tools").unwrap();
+    terminal.expect("? allow echo__echo {\"text\":\"hi\"}  [y/N/a] ").unwrap();
+    terminal.send_line("y").unwrap();
+    terminal.expect("echo__echo → echo: hi").unwrap();
+    terminal.expect("? allow echo__fail {}  [y/N/a] ").unwrap();
+    terminal.send_line("n").unwrap();
+    let denied = before(&mut terminal, "✗ echo__fail denied");
+    assert!(!denied.contains("this tool always fails"), "the denied tool ran");
+    terminal.expect("Done.").unwrap();
+    terminal.expect("[completed · 3 turns").unwrap();
+    terminal.expect("> ").unwrap();
+    terminal.send(ControlCode::EndOfTransmission).unwrap();
+    exits_with(&mut terminal, 0);
+}
+
+#[test]
+fn a_key_typed_before_the_question_is_not_its_answer() {
+    // The first call is allowed by flag; the model then takes two seconds before the second call, and the test
+    // types `y` + Enter as soon as the first call's result shows: that is before the second question.
+    let mut terminal = chat("tests/scripts/slow_question.json", &["--mcp", ECHO_SERVER, "--allow", "echo__echo"]);
+    terminal.expect("> ").unwrap();
+    terminal.send_line("Use the tools").unwrap();
+    terminal.expect("echo__echo → echo: hi").unwrap();
+    terminal.send_line("y").unwrap();
+    let asked = before(&mut terminal, "? allow echo__fail {}  [y/N/a] ");
+    assert!(!asked.contains("this tool always fails"), "the typed-ahead key ran the tool: {asked}");
+    terminal.send_line("n").unwrap();
+    let denied = before(&mut terminal, "✗ echo__fail denied");
+    assert!(!denied.contains("this tool always fails"), "the typed-ahead key ran the tool: {denied}");
+    terminal.expect("Done.").unwrap();
+    terminal.expect("> ").unwrap();
+    terminal.send(ControlCode::EndOfTransmission).unwrap();
+    exits_with(&mut terminal, 0);
+}
+
+#[test]
+fn ctrl_c_at_a_question_denies_the_call_and_always_allows_the_tool_from_then_on() {
+    let mut terminal = chat("tests/scripts/approve.json", &["--mcp", ECHO_SERVER]);
+    terminal.expect("> ").unwrap();
+    terminal.send_line("Use the tools").unwrap();
+    terminal.expect("? allow echo__echo").unwrap();
+    terminal.send(ControlCode::EndOfText).unwrap();
+    let denied = before(&mut terminal, "✗ echo__echo denied (no answer)");
+    assert!(!denied.contains("echo: hi"), "the call ran: {denied}");
+    terminal.expect("? allow echo__fail {}  [y/N/a] ").unwrap();
+    terminal.send_line("a").unwrap();
+    terminal.expect("echo__fail allowed for the rest of this session").unwrap();
+    terminal.expect("↳ echo__fail failed: this tool always fails").unwrap();
+    terminal.expect("Done.").unwrap();
+    terminal.expect("> ").unwrap();
+    terminal.send(ControlCode::EndOfTransmission).unwrap();
+    exits_with(&mut terminal, 0);
+}
+
+/// Ctrl-C while the model stalls interrupts the turn; the MCP server (its own process group) does not see it and
+/// answers the next call; the conversation goes on; a second Ctrl-C in a turn quits with 130.
+fn interrupt_a_turn(provider: &[&str], interrupting: &str) {
+    let mut terminal = chat("tests/scripts/interrupt.json", &[&["--yes", "--mcp", ECHO_SERVER][..], provider].concat());
+    terminal.expect("> ").unwrap();
+    terminal.send_line("Ask the server").unwrap();
+    terminal.expect("echo__echo → echo: hi").unwrap();
+    terminal.send(ControlCode::EndOfText).unwrap();
+    terminal.expect(interrupting).unwrap();
+    let turn = before(&mut terminal, "[interrupted · ");
+    assert!(!turn.contains("Too late."), "the stalled text came anyway: {turn}");
+    terminal.expect("> ").unwrap();
+    terminal.send_line("Again").unwrap();
+    let after = before(&mut terminal, "After the interrupt.");
+    assert!(after.contains("echo__echo → echo: still here"), "the server answered after Ctrl-C: {after}");
+    assert!(!after.contains("Traceback") && !after.contains("KeyboardInterrupt"), "the server saw Ctrl-C: {after}");
+    terminal.expect("> ").unwrap();
+    terminal.send(ControlCode::EndOfTransmission).unwrap();
+    exits_with(&mut terminal, 0);
+}
+
+#[test]
+fn ctrl_c_during_a_turn_interrupts_it_on_the_local_loop() {
+    interrupt_a_turn(&[], "(interrupting the turn; Ctrl-C again quits)");
+}
+
+#[cfg(feature = "claude")]
+#[test]
+fn ctrl_c_during_a_turn_interrupts_it_on_claude() {
+    interrupt_a_turn(&["--provider", "claude"], "(interrupting the turn; Ctrl-C again quits)");
+}
+
+#[test]
+fn a_second_ctrl_c_during_a_turn_quits_with_130() {
+    let mut terminal = chat("tests/scripts/stall.json", &["--yes", "--mcp", ECHO_SERVER]);
+    terminal.expect("> ").unwrap();
+    terminal.send_line("Ask the server").unwrap();
+    terminal.expect("echo__echo → echo: hi").unwrap();
+    terminal.send(ControlCode::EndOfText).unwrap();
+    terminal.expect("Ctrl-C again quits").unwrap();
+    terminal.send(ControlCode::EndOfText).unwrap();
+    terminal.expect("(quitting)").unwrap();
+    exits_with(&mut terminal, 130);
+}
+
+#[test]
+fn the_spinner_shows_while_the_model_is_silent() {
+    let mut terminal = spawn(&["run", "hello", "--script", "tests/scripts/slow.json"]);
+    terminal.expect("waiting for the model").unwrap();
+    terminal.expect("Finally.").unwrap();
+    exits_with(&mut terminal, 0);
+}
