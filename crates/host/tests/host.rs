@@ -555,7 +555,9 @@ async fn an_interrupted_request_ends_interrupted_and_the_next_send_continues(pla
     let scripts = Scripts::per_session(move |_| {
         notice.notify_one();
         let stall = Fault::Stall { duration: Duration::from_secs(600) };
-        Script::new().turn(ScriptTurn::text("The stalled answer.").with_fault(stall))
+        Script::new()
+            .turn(ScriptTurn::text("The stalled answer.").with_fault(stall))
+            .turn(ScriptTurn::text("The answer after that."))
     });
     let emulator = LocalEmulator::start(scripts).await.expect("emulator");
     let provider: Arc<dyn Provider> = Arc::new(emulator.provider_builder().build().expect("provider"));
@@ -575,11 +577,10 @@ async fn an_interrupted_request_ends_interrupted_and_the_next_send_continues(pla
     let result = result.expect("an interrupted request is a result");
     assert_eq!(result.terminal_reason, TerminalReason::Interrupted, "{result:?}");
 
-    // The stalled call never played its turn (the emulator counts it only for a client still waiting): the next
-    // request gets it, served whole.
+    // The interrupted turn is spent (the conversation moved on): the next request gets the script's next turn.
     let result = host.send_with(&id, "second", options).await.expect("the next send");
     assert_eq!(result.terminal_reason, TerminalReason::Completed, "{result:?}");
-    assert_eq!(result.text, "The stalled answer.");
+    assert_eq!(result.text, "The answer after that.");
     let requests = emulator.requests();
     let users: Vec<&str> = requests.last().expect("a request")["messages"]
         .as_array()

@@ -1,9 +1,9 @@
 //! An interrupt on the Local provider: the chat request in flight is dropped, the request ends at once as
 //! interrupted, and the conversation goes on from the user message that was sent.
 //!
-//! The chat wire cannot tell an interrupted call from one that timed out, so the emulator counts a stalled turn
-//! as played only if the client still waits when it ends: the turn the interrupted call asked for is still the
-//! script's next one, and the next message plays it (served whole: its stall fired once).
+//! The chat wire cannot tell an interrupted call from one that timed out, but the conversation can: the emulator
+//! spends a stalled turn its client left once a request of the conversation carries more messages (a retry of the
+//! same request would get the turn again), so the next message plays the script's next turn.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,11 +64,11 @@ async fn an_interrupt_cancels_a_live_sessions_stalled_chat_call_and_the_next_mes
     session.message("second").expect("message");
     let result = timeout(PROMPTLY, session.next_result()).await.expect("answered").expect("a result");
     assert_eq!(result.terminal_reason, TerminalReason::Completed, "{result:?}");
-    assert_eq!(result.text, "The stalled answer.", "the turn the interrupted call asked for, served whole");
+    assert_eq!(result.text, "The answer after that.", "the interrupted turn is spent");
     let requests = emulator.requests();
     assert_eq!(requests.len(), 2, "one interrupted call, one answered");
     assert_eq!(user_messages(&requests[1]), ["first", "second"], "the conversation went on");
-    assert_eq!(emulator.log().inputs().len(), 1, "only the answered call played a turn");
+    assert_eq!(emulator.log().inputs().len(), 1, "only the answered call's input is logged");
     session.close().await;
 }
 

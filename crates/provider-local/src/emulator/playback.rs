@@ -1,11 +1,15 @@
 //! The playback of one model call: the conversation's next turn, with its faults, as a streamed or a whole
 //! completion. The turn counts as played (taken from the player, its input logged) only when a response carries
-//! it whole, and a stalled one only if the client still waits when it is written.
+//! it whole, and a stalled one only if the client still waits when it is written — or once the client has
+//! moved on: a stalled turn its client left (an interrupt, a time limit) is played by the same request sent
+//! again (a retry), but spent, unlogged, by a later request of the conversation that carries more messages.
 
 use managed_agents_conformance::emulator::{Call, Settle, Shared, plan_call, streamed};
 use managed_agents_conformance::{InputLog, ScriptPlayer, ScriptTurn, Scripts};
 use managed_agents_core::http::server::{Pacing, ResponseBody, json_response};
 use managed_agents_core::http::{Bytes, Response, StatusCode};
+use std::collections::HashMap;
+
 use serde_json::{Value, json};
 
 use crate::emulator::encode::{MALFORMED, StreamEnd, completion, error_response, sse_frames};
@@ -19,11 +23,24 @@ pub(super) struct State {
     pub(super) log: InputLog,
     /// How streamed completions end.
     stream_end: StreamEnd,
+    /// Per conversation, the stalled turn last offered: its number and how many messages its request carried.
+    stalled: HashMap<String, (usize, usize)>,
 }
 
 impl State {
     pub(super) fn new(scripts: Scripts, stream_end: StreamEnd) -> Self {
-        Self { player: ScriptPlayer::new(scripts), completions: 0, log: InputLog::new(), stream_end }
+        let player = ScriptPlayer::new(scripts);
+        Self { player, completions: 0, log: InputLog::new(), stream_end, stalled: HashMap::new() }
+    }
+
+    /// Spends the stalled turn of conversation `key` that its client left unclaimed, when this request (of
+    /// `messages` messages) carries more than the one it stalled for: the client moved on without it.
+    fn spend_left_stall(&mut self, key: &str, messages: usize) {
+        let Some(&(number, asked)) = self.stalled.get(key) else { return };
+        if messages > asked {
+            self.stalled.remove(key);
+            self.player.take_at(key, number, None);
+        }
     }
 }
 
@@ -34,9 +51,11 @@ pub(super) async fn complete(state: Shared<State>, body: Value) -> Response<Resp
     let model = body.get("model").cloned().unwrap_or(json!("emulated"));
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let include_usage = body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
+    let messages = body.get("messages").and_then(Value::as_array).map_or(0, Vec::len);
     let (call, id, end) = {
         let mut guard = state.lock();
-        let State { player, completions, stream_end, .. } = &mut *guard;
+        guard.spend_left_stall(&key, messages);
+        let State { player, completions, stream_end, stalled, .. } = &mut *guard;
         let end = *stream_end;
         let id = format!("chatcmpl-emulated-{}", *completions + 1);
         // A whole completion has no frames to cut: only a stall applies to it.
@@ -44,6 +63,11 @@ pub(super) async fn complete(state: Shared<State>, body: Value) -> Response<Resp
             if stream { sse_frames(turn, &id, &model, include_usage, end) } else { Vec::new() }
         };
         let call = plan_call(player, &key, &input, false, frames, |_| vec![Bytes::from_static(MALFORMED)]);
+        if let Call::Deliver { number, delivery, .. } = &call
+            && delivery.stall.is_some()
+        {
+            stalled.insert(key.clone(), (*number, messages));
+        }
         (call, id, end)
     };
     let (turn, number, delivery, settle) = match call {
