@@ -17,7 +17,6 @@ mod prompt;
 mod requests;
 mod retries;
 mod screen;
-mod shim;
 mod signals;
 mod terminal;
 mod tools;

@@ -271,7 +271,7 @@ pub fn reason_text(reason: TerminalReason) -> &'static str {
         TerminalReason::HaltedByGuard => "halted",
         TerminalReason::NoTerminalTool => "stopped: no terminal tool",
         TerminalReason::TimedOut => "timed out",
-
+        TerminalReason::Interrupted => "interrupted",
         TerminalReason::Error => "failed",
         _ => "stopped",
     }
@@ -281,7 +281,7 @@ pub fn reason_text(reason: TerminalReason) -> &'static str {
 fn result_code(result: &SessionResult) -> u8 {
     match result.terminal_reason {
         TerminalReason::Completed => EXIT_COMPLETED,
-        crate::shim::INTERRUPTED => EXIT_INTERRUPTED,
+        TerminalReason::Interrupted => EXIT_INTERRUPTED,
         TerminalReason::Error => EXIT_FAILED,
         _ => EXIT_STOPPED,
     }
@@ -329,7 +329,7 @@ pub fn request(outcome: &Result<SessionResult, Error>, elapsed: Duration, json: 
         eprintln!("{}{why}", summary(result, elapsed, session));
     }
     if json {
-        let interrupted = result.is_some_and(|result| result.terminal_reason == crate::shim::INTERRUPTED);
+        let interrupted = result.is_some_and(|result| result.terminal_reason == TerminalReason::Interrupted);
         let failure = failure.or_else(|| {
             interrupted.then(|| Failure {
                 kind: Kind::Interrupted,
@@ -377,7 +377,7 @@ mod tests {
         assert_eq!(result_code(&completed), EXIT_COMPLETED);
         let max = SessionResult::empty(Terminal::Terminated, TerminalReason::MaxTurns, None);
         assert_eq!(result_code(&max), EXIT_STOPPED);
-        let interrupted = SessionResult::empty(Terminal::Terminated, crate::shim::INTERRUPTED, None);
+        let interrupted = SessionResult::empty(Terminal::Terminated, TerminalReason::Interrupted, None);
         assert_eq!(result_code(&interrupted), EXIT_INTERRUPTED);
     }
 }
