@@ -1,8 +1,9 @@
 //! `managed-agents chat`: a live conversation at the terminal. Each line typed is a message; at the prompt,
 //! Ctrl-C or end of input quits (0); while a request runs, Ctrl-C interrupts it and a second one quits (130).
 
+use crate::args::Output;
 use crate::input::Input;
-use crate::outcome::{EXIT_COMPLETED, EXIT_INTERRUPTED};
+use crate::outcome::{self, EXIT_COMPLETED};
 use crate::requests::{Requests, Sent};
 use crate::screen::Screen;
 use crate::signals::CtrlC;
@@ -13,7 +14,7 @@ pub async fn run(requests: &mut Requests, input: &Input, screen: &Screen, ctrl_c
     loop {
         let Some(line) = prompt(input, screen, ctrl_c).await else { return EXIT_COMPLETED };
         if let Sent::Quit = requests.send(line).await {
-            return EXIT_INTERRUPTED;
+            return outcome::interrupted(screen.output() != Output::Text, requests.kept_id());
         }
     }
 }

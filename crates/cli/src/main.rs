@@ -31,7 +31,7 @@ use managed_agents_core::BoxError;
 
 use crate::args::{Cli, Command, ConfigAction, Options, Output, ProviderName};
 use crate::input::Input;
-use crate::outcome::{EXIT_COMPLETED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError};
+use crate::outcome::{EXIT_COMPLETED, EXIT_USAGE, UsageError};
 use crate::requests::{Parts, Requests, Sent};
 use crate::screen::Screen;
 use crate::signals::CtrlC;
@@ -123,9 +123,7 @@ async fn dispatch(command: Command) -> Result<u8, BoxError> {
     }
 }
 
-/// `run` (with its prompt) or `chat` (without): the options filled from the configuration file, the script
-/// and the MCP servers checked, the tools started, the loop host built, the conversation picked — then the
-/// requests.
+/// `run` (with its prompt) or `chat` (without): set up (Ctrl-C meanwhile quits with 130), then the requests.
 async fn conversation(options: Options, prompt: Option<String>) -> Result<u8, BoxError> {
     let config = config::load()?;
     let options = config.fill(options);
@@ -133,43 +131,23 @@ async fn conversation(options: Options, prompt: Option<String>) -> Result<u8, Bo
     let servers = tools::plan(&options, &config.mcp_servers)?;
     let ctrl_c = CtrlC::install();
     let screen = Arc::new(Screen::new(options.output()));
+    let json = options.output() != Output::Text;
     retries::show_on(&screen);
-    let toolbox = tools::toolbox(servers, &screen).await?;
-    let loop_host = loop_host::build(&options, script, &toolbox.schemas()).await?;
-    screen.note(&format!("loop host: {}", loop_host.description));
-    for warning in warnings(&options, loop_host.kind) {
-        screen.note(&format!("warning: {warning}"));
-    }
-    if loop_host.emulated && options.script.is_none() && options.provider.is_none() {
-        screen.note(
-            "(no provider is configured — set ANTHROPIC_API_KEY, AGENTCORE_HARNESS_ARN or OPENAI_BASE_URL, or pass \
-             --provider; the emulator answers with a fixed reply)",
-        );
-    }
-    if !toolbox.names().is_empty() {
-        screen.note(&format!("tools: {}", toolbox.names().join(", ")));
-    }
-    let address_from = loop_host.address_from;
-    let interactive = std::io::stdin().is_terminal();
-    // Stdin is read for chat messages, and for approvals when someone can answer them.
-    let asks = interactive && !options.yes;
-    let input = (asks || prompt.is_none()).then(|| Arc::new(Input::spawn()));
-    let handler = Terminal::new(toolbox, Arc::clone(&screen));
-    let parts = Parts {
-        loop_host,
-        handler,
-        input: interactive.then(|| input.clone()).flatten(),
-        screen: Arc::clone(&screen),
-        ctrl_c: ctrl_c.clone(),
+    let chat = prompt.is_none();
+    let set_up = set_up(&options, script, servers, &screen, &ctrl_c, chat);
+    let (mut requests, input) = tokio::select! {
+        ready = set_up => ready?,
+        () = ctrl_c.next() => {
+            screen.done_waiting();
+            screen.note("(interrupted while starting)");
+            return Ok(outcome::interrupted(json, None));
+        }
     };
-    let mut requests = Requests::open(&options, parts).await?;
-    if !requests.is_new() {
-        screen.note(&format!("continuing conversation {}", requests.id()));
-    }
+    let address_from = requests.address_from();
     let code = match prompt {
         Some(prompt) => match requests.send(prompt).await {
             Sent::Ended(code) => code,
-            Sent::Quit => EXIT_INTERRUPTED,
+            Sent::Quit => outcome::interrupted(json, requests.kept_id()),
         },
         None => {
             let input = input.unwrap_or_else(|| Arc::new(Input::spawn()));
@@ -182,6 +160,51 @@ async fn conversation(options: Options, prompt: Option<String>) -> Result<u8, Bo
         screen.note(&format!("  (the loop host's address comes from {variable})"));
     }
     Ok(code)
+}
+
+/// Everything before the first request: the MCP servers started (the spinner says which is awaited), the loop
+/// host built, the conversation picked. Returns the requests and, when someone can answer questions or chat, the
+/// terminal's lines.
+async fn set_up(
+    options: &Options,
+    script: managed_agents_conformance::Script,
+    servers: Vec<(String, managed_agents_mcp::Transport)>,
+    screen: &Arc<Screen>,
+    ctrl_c: &CtrlC,
+    chat: bool,
+) -> Result<(Requests, Option<Arc<Input>>), BoxError> {
+    let toolbox = tools::toolbox(servers, screen).await?;
+    let loop_host = loop_host::build(options, script, &toolbox.schemas()).await?;
+    screen.note(&format!("loop host: {}", loop_host.description));
+    for warning in warnings(options, loop_host.kind) {
+        screen.note(&format!("warning: {warning}"));
+    }
+    if loop_host.emulated && options.script.is_none() && options.provider.is_none() {
+        screen.note(
+            "(no provider is configured — set ANTHROPIC_API_KEY, AGENTCORE_HARNESS_ARN or OPENAI_BASE_URL, or pass \
+             --provider; the emulator answers with a fixed reply)",
+        );
+    }
+    if !toolbox.names().is_empty() {
+        screen.note(&format!("tools: {}", toolbox.names().join(", ")));
+    }
+    let interactive = std::io::stdin().is_terminal();
+    // Stdin is read for chat messages, and for approvals when someone can answer them.
+    let asks = interactive && !options.yes;
+    let input = (asks || chat).then(|| Arc::new(Input::spawn()));
+    let handler = Terminal::new(toolbox, Arc::clone(screen));
+    let parts = Parts {
+        loop_host,
+        handler,
+        input: interactive.then(|| input.clone()).flatten(),
+        screen: Arc::clone(screen),
+        ctrl_c: ctrl_c.clone(),
+    };
+    let requests = Requests::open(options, parts).await?;
+    if !requests.is_new() {
+        screen.note(&format!("continuing conversation {}", requests.id()));
+    }
+    Ok((requests, input))
 }
 
 /// Settings given that the run does not use: each is said, not silently dropped.

@@ -242,6 +242,16 @@ pub fn fail(error: &(dyn StdError + 'static), json: bool, session: Option<&str>)
     exit_code
 }
 
+/// Reports a run the user quit with Ctrl-C (while starting, or with a second press during a request): the JSON
+/// object with `json`. Returns [`EXIT_INTERRUPTED`].
+pub fn interrupted(json: bool, session: Option<&str>) -> u8 {
+    if json {
+        let error = Failure { kind: Kind::Interrupted, message: "quit with Ctrl-C".into(), hint: None, status: None };
+        print_json(&JsonOutcome { ok: false, exit_code: EXIT_INTERRUPTED, session, result: None, error: Some(error) });
+    }
+    EXIT_INTERRUPTED
+}
+
 /// The summary line of a request: how it ended, turns, tokens, tools, time, and the conversation's id.
 pub fn summary(result: &SessionResult, elapsed: Duration, session: Option<&str>) -> String {
     let tools = result.custom_tool_uses.len() + result.server_tool_uses.len();

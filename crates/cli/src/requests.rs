@@ -43,7 +43,7 @@ pub struct Requests {
     /// The model configuration of each request (hosted agents' `--model`).
     model_config: ModelConfig,
     /// The loop host, kept alive (a bundled emulator serves while it lives).
-    _loop_host: loop_host::Host,
+    loop_host: loop_host::Host,
 }
 
 /// What [`Requests::open`] needs besides the options.
@@ -108,7 +108,7 @@ impl Requests {
             provider: name,
             can_interrupt: capabilities.interrupt,
             model_config,
-            _loop_host: loop_host,
+            loop_host,
         })
     }
 
@@ -120,6 +120,16 @@ impl Requests {
     /// Whether the conversation has not been kept yet (no request of it ran).
     pub fn is_new(&self) -> bool {
         self.new
+    }
+
+    /// The conversation's id once it is kept.
+    pub fn kept_id(&self) -> Option<&str> {
+        (!self.new).then_some(self.id.as_str())
+    }
+
+    /// The environment variable the loop host's address came from, if any.
+    pub fn address_from(&self) -> Option<&'static str> {
+        self.loop_host.address_from
     }
 
     /// Sends `message` and waits for the request to end, answering Ctrl-C; reports its outcome.

@@ -323,3 +323,57 @@ fn help_explains_every_option_and_the_exit_codes() {
         }
     }
 }
+
+/// The HTTP echo server of `tests/servers/`, running until dropped.
+struct HttpServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpServer {
+    fn start(token: &str) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("python3")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/http_echo_server.py"))
+            .arg(token)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs the server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("the port");
+        Self { child, port: line.trim().parse().expect("a port") }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_mcp_server_over_http_gets_the_bearer_token_and_it_is_never_shown() {
+    let server = HttpServer::start("s3cret-token");
+    let home = Home::new();
+    let url = format!("echo=http://127.0.0.1:{}/mcp", server.port);
+    let output = home
+        .cli()
+        .args(["run", "Ask the server", "--yes", "--mcp-url", &url, "--script", &script("mcp_echo.json")])
+        .env("MANAGED_AGENTS_MCP_TOKEN", "s3cret-token")
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("↳ echo__echo → echo: hi"), "{stderr}");
+
+    let output = home
+        .cli()
+        .args(["run", "go", "--mcp-url", &url, "--mcp-token", "wrong-token", "--script", &script("hello.json")])
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("http://127.0.0.1:{}/mcp", server.port)), "the URL: {stderr}");
+    assert!(!stderr.contains("wrong-token") && !stderr.contains("s3cret"), "no token shown: {stderr}");
+}

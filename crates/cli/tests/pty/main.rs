@@ -33,7 +33,16 @@ impl std::ops::DerefMut for Terminal {
 
 /// `managed-agents ARGS…` in a pseudo-terminal, with its files in a home of its own.
 fn spawn(args: &[&str]) -> Terminal {
-    let home = tempfile::tempdir().unwrap();
+    spawn_with(args, &[])
+}
+
+/// [`spawn`] with these environment variables set.
+fn spawn_with(args: &[&str], env: &[(&str, &str)]) -> Terminal {
+    spawn_in(tempfile::tempdir().unwrap(), args, env)
+}
+
+/// [`spawn_with`], its files in `home`.
+fn spawn_in(home: tempfile::TempDir, args: &[&str], env: &[(&str, &str)]) -> Terminal {
     let mut command = Command::new(env!("CARGO_BIN_EXE_managed-agents"));
     command.current_dir(env!("CARGO_MANIFEST_DIR")).args(args);
     for name in
@@ -43,7 +52,8 @@ fn spawn(args: &[&str]) -> Terminal {
     }
     command
         .env("MANAGED_AGENTS_DB", home.path().join("sessions.sqlite3"))
-        .env("MANAGED_AGENTS_CONFIG", home.path().join("config.toml"));
+        .env("MANAGED_AGENTS_CONFIG", home.path().join("config.toml"))
+        .envs(env.iter().copied());
     let mut session = Session::spawn(command).expect("the binary starts in a pseudo-terminal");
     // A bound on each wait (a hang fails the test instead of blocking it), not a pause.
     session.set_expect_timeout(Some(Duration::from_secs(30)));
@@ -118,16 +128,22 @@ fn each_tool_call_is_asked_about_and_runs_only_when_allowed() {
 
 #[test]
 fn a_key_typed_before_the_question_is_not_its_answer() {
-    // The first call is allowed by flag; the model then takes two seconds before the second call, and the test
-    // types `y` + Enter as soon as the first call's result shows: that is before the second question.
-    let mut terminal = chat("tests/scripts/slow_question.json", &["--mcp", ECHO_SERVER, "--allow", "echo__echo"]);
+    // The first call (allowed by flag) holds until the test opens its gate; meanwhile the test types `y` + Enter,
+    // and then a second `y` without Enter: both come before the second call's question, so neither answers it —
+    // the Enter pressed after the question sends an empty answer, which denies.
+    let home = tempfile::tempdir().unwrap();
+    let gate = home.path().join("gate");
+    let args = ["chat", "--script", "tests/scripts/type_ahead.json", "--mcp", ECHO_SERVER, "--allow", "echo__wait"];
+    let mut terminal = spawn_in(home, &args, &[("ECHO_SERVER_GATE", gate.to_str().unwrap())]);
     terminal.expect("> ").unwrap();
     terminal.send_line("Use the tools").unwrap();
-    terminal.expect("echo__echo → echo: hi").unwrap();
+    terminal.expect("echo__wait {}").unwrap();
     terminal.send_line("y").unwrap();
+    terminal.send("y").unwrap();
+    std::fs::write(&gate, "").unwrap();
     let asked = before(&mut terminal, "? allow echo__fail {}  [y/N/a] ");
     assert!(!asked.contains("this tool always fails"), "the typed-ahead key ran the tool: {asked}");
-    terminal.send_line("n").unwrap();
+    terminal.send_line("").unwrap();
     let denied = before(&mut terminal, "✗ echo__fail denied");
     assert!(!denied.contains("this tool always fails"), "the typed-ahead key ran the tool: {denied}");
     terminal.expect("Done.").unwrap();
@@ -155,17 +171,23 @@ fn ctrl_c_at_a_question_denies_the_call_and_always_allows_the_tool_from_then_on(
     exits_with(&mut terminal, 0);
 }
 
-/// Ctrl-C while the model stalls interrupts the turn; the MCP server (its own process group) does not see it and
-/// answers the next call; the conversation goes on; a second Ctrl-C in a turn quits with 130.
+/// Ctrl-C while a tool call runs (the echo server's `wait`, held until the test opens its gate) interrupts the
+/// turn; the MCP server (its own process group) does not see the Ctrl-C and answers the next call; the
+/// conversation goes on.
 fn interrupt_a_turn(provider: &[&str], interrupting: &str) {
-    let mut terminal = chat("tests/scripts/interrupt.json", &[&["--yes", "--mcp", ECHO_SERVER][..], provider].concat());
+    let home = tempfile::tempdir().unwrap();
+    let gate = home.path().join("gate");
+    let args = [&["chat", "--script", "tests/scripts/interrupt.json", "--yes", "--mcp", ECHO_SERVER][..], provider].concat();
+    let mut terminal = spawn_in(home, &args, &[("ECHO_SERVER_GATE", gate.to_str().unwrap())]);
     terminal.expect("> ").unwrap();
     terminal.send_line("Ask the server").unwrap();
-    terminal.expect("echo__echo → echo: hi").unwrap();
+    // The spinner names the call while it runs.
+    terminal.expect("echo__wait {}").unwrap();
     terminal.send(ControlCode::EndOfText).unwrap();
     terminal.expect(interrupting).unwrap();
     let turn = before(&mut terminal, "[interrupted · ");
-    assert!(!turn.contains("Too late."), "the stalled text came anyway: {turn}");
+    assert!(!turn.contains("the gate opened"), "the call finished anyway: {turn}");
+    std::fs::write(&gate, "").unwrap();
     terminal.expect("> ").unwrap();
     terminal.send_line("Again").unwrap();
     let after = before(&mut terminal, "After the interrupt.");
@@ -208,4 +230,33 @@ fn the_spinner_shows_while_the_model_is_silent() {
     terminal.expect("waiting for the model").unwrap();
     terminal.expect("Finally.").unwrap();
     exits_with(&mut terminal, 0);
+}
+
+#[test]
+fn the_spinner_says_when_a_request_is_retried_and_names_the_url() {
+    // Port 1 on loopback: nothing listens; the client retries before it gives up.
+    let mut terminal = spawn_with(&["run", "hello", "--model", "m"], &[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")]);
+    terminal.expect("retrying in").unwrap();
+    terminal.expect("http://127.0.0.1:1/v1/chat/completions: connection refused").unwrap();
+    terminal.send(ControlCode::EndOfText).unwrap();
+    exits_with(&mut terminal, 130);
+}
+
+#[test]
+fn the_spinner_shows_an_mcp_handshake_awaited_and_ctrl_c_quits_it() {
+    // `cat` echoes the handshake back instead of answering it: the handshake waits.
+    let mut terminal = spawn(&["run", "hello", "--mcp", "cat", "--script", "tests/scripts/hello.json"]);
+    terminal.expect("starting MCP server `cat`").unwrap();
+    terminal.send(ControlCode::EndOfText).unwrap();
+    terminal.expect("(interrupted while starting)").unwrap();
+    exits_with(&mut terminal, 130);
+}
+
+#[test]
+fn quitting_with_ctrl_c_prints_the_json_outcome_too() {
+    let mut terminal = spawn(&["run", "hello", "--json", "--mcp", "cat", "--script", "tests/scripts/hello.json"]);
+    terminal.expect("starting MCP server `cat`").unwrap();
+    terminal.send(ControlCode::EndOfText).unwrap();
+    let rest = exits_with(&mut terminal, 130);
+    assert!(rest.contains(r#"{"ok":false,"exit_code":130,"session":null,"result":null,"error":{"kind":"interrupted""#), "{rest}");
 }

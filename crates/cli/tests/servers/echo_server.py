@@ -1,10 +1,16 @@
 """A minimal MCP server over stdio (newline-delimited JSON-RPC), for the command-line runner's tests.
 
-Tools: `echo` answers "echo: <text>"; `fail` answers an error result (isError). Standard library only.
+Tools: `echo` answers "echo: <text>"; `fail` answers an error result (isError). With ECHO_SERVER_GATE set to a
+path, also `wait`, which answers once a file exists at that path (so a test holds a call running until it says
+otherwise). Standard library only.
 """
 
 import json
+import os
 import sys
+import time
+
+GATE = os.environ.get("ECHO_SERVER_GATE")
 
 TOOLS = [
     {
@@ -18,6 +24,8 @@ TOOLS = [
         "inputSchema": {"type": "object", "properties": {}},
     },
 ]
+if GATE:
+    TOOLS.append({"name": "wait", "description": "Answers once the gate opens", "inputSchema": {"type": "object"}})
 
 
 def answer(request):
@@ -38,6 +46,10 @@ def answer(request):
         arguments = params.get("arguments") or {}
         if name == "echo":
             return {"content": [{"type": "text", "text": "echo: " + str(arguments.get("text", ""))}]}
+        if name == "wait" and GATE:
+            while not os.path.exists(GATE):
+                time.sleep(0.02)
+            return {"content": [{"type": "text", "text": "the gate opened"}]}
         if name == "fail":
             return {"content": [{"type": "text", "text": "this tool always fails"}], "isError": True}
         raise LookupError("no tool named " + str(name))
