@@ -172,8 +172,7 @@ async fn claude(options: &Options, script: Script, real: bool) -> Result<Host, B
         };
         let description = format!("Claude Managed Agents, agent {agent_id}");
         let agent = Some(AgentHandle { agent_id, environment_id: Some(environment_id) });
-        let from =
-            Some(if env_value("ANTHROPIC_BASE_URL").is_some() { "ANTHROPIC_BASE_URL" } else { "ANTHROPIC_API_KEY" });
+        let from = env_value("ANTHROPIC_BASE_URL").is_some().then_some("ANTHROPIC_BASE_URL");
         return Ok(Host::real(ProviderName::Claude, provider, agent, description, from));
     }
     let emulator = ClaudeEmulator::start(script).await?;

@@ -65,10 +65,12 @@ fn usage_error(error: &clap::Error) -> u8 {
     if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         return EXIT_COMPLETED;
     }
-    let wants_json = std::env::args()
-        .skip(1)
+    // `args_os`: an argument that is not UTF-8 (clap refused it) must not panic here.
+    let args: Vec<String> = std::env::args_os().skip(1).map(|arg| arg.to_string_lossy().into_owned()).collect();
+    let wants_json = args
+        .iter()
         .any(|arg| arg == "--json" || arg.starts_with("--output=json") || arg.starts_with("--output=stream-json"))
-        || std::env::args().collect::<Vec<_>>().windows(2).any(|pair| pair[0] == "--output" && pair[1] != "text");
+        || args.windows(2).any(|pair| pair[0] == "--output" && pair[1] != "text");
     if wants_json {
         let message = error.kind().as_str().map_or_else(|| "the command line is wrong".to_string(), str::to_string);
         let detail = error.render().to_string();
@@ -190,6 +192,8 @@ async fn set_up(
     }
     let interactive = std::io::stdin().is_terminal();
     // Stdin is read for chat messages, and for approvals when someone can answer them.
+    // A question nobody sees (stderr redirected) is not asked: the call is denied instead.
+    let interactive = interactive && std::io::stderr().is_terminal();
     let asks = interactive && !options.yes;
     let input = (asks || chat).then(|| Arc::new(Input::spawn()));
     let handler = Terminal::new(toolbox, Arc::clone(screen));

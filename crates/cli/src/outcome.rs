@@ -339,14 +339,18 @@ pub fn request(outcome: &Result<SessionResult, Error>, elapsed: Duration, json: 
         eprintln!("{}{why}", summary(result, elapsed, session));
     }
     if json {
-        let interrupted = result.is_some_and(|result| result.terminal_reason == TerminalReason::Interrupted);
-        let failure = failure.or_else(|| {
-            interrupted.then(|| Failure {
+        // A result that did not complete carries a failure saying why, as every outcome that is not ok does.
+        let failure = failure.or_else(|| match result.map(|result| result.terminal_reason) {
+            Some(TerminalReason::Completed) | None => None,
+            Some(TerminalReason::Interrupted) => Some(Failure {
                 kind: Kind::Interrupted,
                 message: "interrupted with Ctrl-C".into(),
                 hint: None,
                 status: None,
-            })
+            }),
+            Some(reason) => {
+                Some(Failure { kind: Kind::Stopped, message: reason_text(reason).into(), hint: None, status: None })
+            }
         });
         print_json(&JsonOutcome { ok: exit_code == EXIT_COMPLETED, exit_code, session, result, error: failure });
     }

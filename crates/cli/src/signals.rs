@@ -25,8 +25,9 @@ impl CtrlC {
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner { claim: Mutex::new(None), presses: tokio::sync::Mutex::new(rx) });
         let router = Arc::clone(&inner);
+        let mut presses = Presses::listen();
         tokio::spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
+            while presses.next().await {
                 let claimed = router.claim.lock().unwrap_or_else(PoisonError::into_inner).take();
                 if let Some(claimant) = claimed
                     && claimant.send(()).is_ok()
@@ -57,5 +58,40 @@ impl CtrlC {
     pub async fn forget(&self) {
         let mut presses = self.inner.presses.lock().await;
         while presses.try_recv().is_ok() {}
+    }
+}
+
+/// SIGINT, listened to from the moment it is made (a press right after `install` is not lost to the default
+/// action, which would end the process).
+struct Presses {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl Presses {
+    fn listen() -> Self {
+        #[cfg(unix)]
+        {
+            Self { signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok() }
+        }
+        #[cfg(not(unix))]
+        {
+            Self {}
+        }
+    }
+
+    /// The next press; `false` when none can come.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            match &mut self.signal {
+                Some(signal) => signal.recv().await.is_some(),
+                None => false,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.is_ok()
+        }
     }
 }

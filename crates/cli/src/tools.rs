@@ -56,7 +56,12 @@ pub fn plan(
         let origin = path.display().to_string();
         from_files.extend(crate::mcp_config::read(path)?.into_iter().map(|(name, spec)| (name, spec, origin.clone())));
     }
-    from_files.extend(configured.iter().map(|(name, spec)| (name.clone(), spec.clone(), "the config file".into())));
+    from_files.extend(
+        configured
+            .iter()
+            .filter(|(_, spec)| !spec.disabled)
+            .map(|(name, spec)| (name.clone(), spec.clone(), "the config file".into())),
+    );
     for (name, spec, origin) in from_files {
         if planned.iter().any(|server| server.name == name) {
             continue;
