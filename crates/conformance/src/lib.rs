@@ -135,6 +135,8 @@ mod log;
 mod player;
 pub mod reference;
 mod registry;
+#[cfg(feature = "emulator")]
+pub mod replay;
 pub mod scenarios;
 mod script;
 pub mod session_store_contract;

@@ -187,6 +187,7 @@ mod model;
 mod outcome;
 mod provider;
 pub mod provision;
+pub mod recording;
 mod result;
 mod secret;
 mod seen;

@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
+
+use super::incoming::IncomingBody;
 
 use super::sse::{SseDecoder, SseFrame};
 use crate::Error;
 
 /// Reads a whole body, failing when it exceeds `limit` bytes or goes silent for `idle`.
-pub async fn read_body(mut body: Incoming, limit: usize, idle: Duration) -> Result<Bytes, Error> {
+pub async fn read_body(mut body: IncomingBody, limit: usize, idle: Duration) -> Result<Bytes, Error> {
     let mut collected = BytesMut::new();
     loop {
         let frame = match tokio::time::timeout(idle, body.frame()).await {
@@ -37,7 +38,7 @@ pub const MAX_EVENT_BYTES: usize = 32 << 20;
 /// comments count as activity).
 #[derive(Debug)]
 pub struct SseBody {
-    body: Incoming,
+    body: IncomingBody,
     decoder: SseDecoder,
     ready: VecDeque<SseFrame>,
     idle: Duration,
@@ -46,7 +47,7 @@ pub struct SseBody {
 
 impl SseBody {
     /// Wraps a response body.
-    pub fn new(body: Incoming, idle: Duration) -> Self {
+    pub fn new(body: IncomingBody, idle: Duration) -> Self {
         Self { body, decoder: SseDecoder::new(), ready: VecDeque::new(), idle, ended: false }
     }
 

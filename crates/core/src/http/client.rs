@@ -6,15 +6,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
-use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::body::read_body;
+use super::incoming::IncomingBody;
 use super::retry::{retry_after, should_retry_header};
 use crate::diagnostic::{cause_in_words, redacted_url};
 use crate::http_settings::{HttpOptions, HttpVersion};
+use crate::recording::{End, Exchange, Recorder};
 use crate::{Error, RetryPolicy};
 
 /// Which failures a request may be sent again after.
@@ -47,11 +48,12 @@ pub type RequestBody = Full<Bytes>;
 #[derive(Clone)]
 pub struct HttpClient {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, RequestBody>,
+    recorder: Option<Recorder>,
 }
 
 impl fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpClient").finish_non_exhaustive()
+        f.debug_struct("HttpClient").field("recording", &self.recorder.is_some()).finish_non_exhaustive()
     }
 }
 
@@ -86,21 +88,58 @@ impl HttpClient {
             .pool_timer(TokioTimer::new())
             .pool_max_idle_per_host(options.max_idle_per_host)
             .http2_only(options.version == HttpVersion::Http2PriorKnowledge);
-        Ok(Self { client: builder.build(https) })
+        Ok(Self { client: builder.build(https), recorder: None })
+    }
+
+    /// The same client (sharing its pool), copying every exchange into `recorder`: each request as sent, each
+    /// response's head, and its body (an SSE body frame by frame as it arrives, any other whole). What the
+    /// client does is unchanged.
+    pub fn with_recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self
     }
 
     /// Sends one request; `timeout` bounds the wait for the response head (not the body). A failure to connect
     /// ([`Error::Connect`]) or a broken connection ([`Error::Transport`]) names the target
     /// ([`redacted_url`]: never its query string) and the cause in words, e.g.
     /// `http://127.0.0.1:9/v1/chat/completions: connection refused`.
-    pub async fn send(&self, request: Request<RequestBody>, timeout: Duration) -> Result<Response<Incoming>, Error> {
+    pub async fn send(
+        &self,
+        request: Request<RequestBody>,
+        timeout: Duration,
+    ) -> Result<Response<IncomingBody>, Error> {
         let target = target(request.uri());
-        match tokio::time::timeout(timeout, self.client.request(request)).await {
+        let mut exchange = match &self.recorder {
+            Some(recorder) => Some(record_request(recorder, &request).await),
+            None => None,
+        };
+        let outcome = tokio::time::timeout(timeout, self.client.request(request)).await;
+        let outcome = match outcome {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(error)) if error.is_connect() => Err(Error::connect_message(describe(&target, &error))),
             Ok(Err(error)) => Err(Error::transport_message(describe(&target, &error))),
             Err(_) => Err(Error::response_timeout(timeout)),
-        }
+        };
+        let response = match outcome {
+            Ok(response) => response,
+            Err(error) => {
+                if let Some(exchange) = &mut exchange {
+                    exchange.end(End::Broken(error.to_string()));
+                }
+                return Err(error);
+            }
+        };
+        let Some(exchange) = exchange else { return Ok(response.map(IncomingBody::plain)) };
+        exchange.response(
+            response.status().as_u16(),
+            response.headers().iter().filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?))),
+        );
+        let event_stream = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        Ok(response.map(|body| IncomingBody::recorded(body, exchange, event_stream)))
     }
 
     /// Sends a request built by `build` until it succeeds, retrying under `policy` (the server's `retry-after`
@@ -112,7 +151,7 @@ impl HttpClient {
         replay: Replay,
         timeout: Duration,
         mut build: impl FnMut() -> Result<Request<RequestBody>, Error>,
-    ) -> Result<Response<Incoming>, Error> {
+    ) -> Result<Response<IncomingBody>, Error> {
         let mut retry = 0;
         loop {
             let request = build()?;
@@ -150,6 +189,15 @@ impl HttpClient {
             tokio::time::sleep(delay).await;
         }
     }
+}
+
+/// Records `request` (its body is in memory: [`RequestBody`] is a full body) and returns its exchange.
+async fn record_request(recorder: &Recorder, request: &Request<RequestBody>) -> Exchange {
+    use http_body_util::BodyExt as _;
+    let body = request.body().clone().collect().await.ok().map(|body| body.to_bytes());
+    let uri = request.uri().path_and_query().map_or("/", |path| path.as_str());
+    let headers = request.headers().iter().filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
+    recorder.request(request.method().as_str(), uri, headers, body.as_deref().unwrap_or_default())
 }
 
 /// The request's target for messages and logs: `scheme://authority/path`, without the query (see

@@ -6,6 +6,7 @@
 
 mod body;
 mod client;
+mod incoming;
 mod retry;
 #[cfg(feature = "http-server")]
 pub mod server;
@@ -13,10 +14,10 @@ pub mod sse;
 
 pub use body::{MAX_EVENT_BYTES, SseBody, read_body};
 pub use client::{HttpClient, Replay, RequestBody, validate_base_url};
+pub use incoming::IncomingBody;
 pub use retry::{retry_after, should_retry_header};
 pub use sse::{SseDecoder, SseFrame};
 
 /// Re-exports of the HTTP types the providers build requests with.
 pub use bytes::Bytes;
 pub use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
-pub use hyper::body::Incoming;

@@ -66,6 +66,7 @@ mod endpoints;
 mod options;
 mod playback;
 mod progress;
+mod replay;
 mod routes;
 mod runtime;
 pub(crate) mod server;
@@ -75,6 +76,7 @@ mod state;
 mod vault;
 
 pub use backend::AgentCoreBackend;
+pub use replay::AgentCoreReplay;
 pub use control::{ControlOptions, ControlRequest, EXECUTION_ROLE_ARN, EmulatedHarness};
 pub use encoding::frame;
 pub use endpoints::EmulatedEndpoint;

@@ -101,34 +101,12 @@ impl AgentCoreEmulator {
 
     /// The real SDK client pointed at the emulator: plain HTTP, static test credentials, no SDK retries.
     pub fn client(&self) -> aws_sdk_bedrockagentcore::Client {
-        let config = aws_sdk_bedrockagentcore::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("AKIDEMULATED", "emulated-secret", None, None, "emulator"))
-            .endpoint_url(self.base_url())
-            .http_client(aws_smithy_http_client::Builder::new().build_http())
-            .retry_config(aws_sdk_bedrockagentcore::config::retry::RetryConfig::disabled())
-            .build();
-        aws_sdk_bedrockagentcore::Client::from_conf(config)
+        sdk_clients(&self.base_url()).0
     }
 
     /// The real control-plane SDK client pointed at the emulator, configured like [`AgentCoreEmulator::client`].
     pub fn control_client(&self) -> aws_sdk_bedrockagentcorecontrol::Client {
-        let config = aws_sdk_bedrockagentcorecontrol::Config::builder()
-            .behavior_version(aws_sdk_bedrockagentcorecontrol::config::BehaviorVersion::latest())
-            .region(aws_sdk_bedrockagentcorecontrol::config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_bedrockagentcorecontrol::config::Credentials::new(
-                "AKIDEMULATED",
-                "emulated-secret",
-                None,
-                None,
-                "emulator",
-            ))
-            .endpoint_url(self.base_url())
-            .http_client(aws_smithy_http_client::Builder::new().build_http())
-            .retry_config(aws_sdk_bedrockagentcorecontrol::config::retry::RetryConfig::disabled())
-            .build();
-        aws_sdk_bedrockagentcorecontrol::Client::from_conf(config)
+        sdk_clients(&self.base_url()).1
     }
 
     /// The provider's builder pointed at the emulator, ready to [`build`](BedrockAgentCoreBuilder::build): on
@@ -330,4 +308,34 @@ impl AgentCoreEmulator {
             })
             .collect()
     }
+}
+
+/// The data- and control-plane SDK clients for an emulator (or a replay) at `endpoint`: plain HTTP, static test
+/// credentials, no SDK retries.
+pub(super) fn sdk_clients(
+    endpoint: &str,
+) -> (aws_sdk_bedrockagentcore::Client, aws_sdk_bedrockagentcorecontrol::Client) {
+    let data = aws_sdk_bedrockagentcore::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("AKIDEMULATED", "emulated-secret", None, None, "emulator"))
+        .endpoint_url(endpoint)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .retry_config(aws_sdk_bedrockagentcore::config::retry::RetryConfig::disabled())
+        .build();
+    let control = aws_sdk_bedrockagentcorecontrol::Config::builder()
+        .behavior_version(aws_sdk_bedrockagentcorecontrol::config::BehaviorVersion::latest())
+        .region(aws_sdk_bedrockagentcorecontrol::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_bedrockagentcorecontrol::config::Credentials::new(
+            "AKIDEMULATED",
+            "emulated-secret",
+            None,
+            None,
+            "emulator",
+        ))
+        .endpoint_url(endpoint)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .retry_config(aws_sdk_bedrockagentcorecontrol::config::retry::RetryConfig::disabled())
+        .build();
+    (aws_sdk_bedrockagentcore::Client::from_conf(data), aws_sdk_bedrockagentcorecontrol::Client::from_conf(control))
 }

@@ -4,9 +4,11 @@ use std::fmt;
 use std::time::Duration;
 
 use aws_sdk_bedrockagentcore::Client;
+use managed_agents_core::recording::Recorder;
 use managed_agents_core::{Error, HttpOptions, HttpSettings, RetryPolicy, env_var};
 
 use super::agentcore::BedrockAgentCore;
+use super::recording::RecordingHttpClient;
 use super::settings::{DEFAULT_HTTP_SETTINGS, Settings};
 use crate::provision::naming::validate_endpoint_name;
 use crate::provision::settings::ProvisionSettings;
@@ -24,6 +26,7 @@ pub struct BedrockAgentCoreBuilder {
     /// Whether [`HttpSettings::options`] was set, and so is applied to the SDK clients.
     http_options_set: bool,
     qualifier: Option<String>,
+    recorder: Option<Recorder>,
 }
 
 impl Default for BedrockAgentCoreBuilder {
@@ -42,6 +45,7 @@ impl fmt::Debug for BedrockAgentCoreBuilder {
             .field("provisioning", &self.provisioning)
             .field("http", &self.http)
             .field("qualifier", &self.qualifier)
+            .field("recorder", &self.recorder)
             .finish()
     }
 }
@@ -87,6 +91,7 @@ impl BedrockAgentCoreBuilder {
             http: DEFAULT_HTTP_SETTINGS,
             http_options_set: false,
             qualifier: None,
+            recorder: None,
         }
     }
 
@@ -208,6 +213,17 @@ impl BedrockAgentCoreBuilder {
         self
     }
 
+    /// Records every exchange of the data-plane client (`InvokeHarness` and the calls a session makes) into
+    /// `recorder`, at the SDK's HTTP layer: the signed request as sent (its signature, access key id and
+    /// session token redacted when the recording is kept) and each event-stream message as it arrived. For
+    /// replaying the session offline through [`emulator::replay`](crate::emulator) or `managed-agents replay`.
+    /// Off by default; recording never changes what the session does.
+    #[must_use]
+    pub fn recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
     /// Builds the provider. Fails with [`Error::InvalidOption`] without a client or SDK configuration
     /// (`client`), when the client has no region (`region`: requests could not be signed), with a zero timeout
     /// (`request_timeout`, `idle_timeout`), an invalid retry policy (`retry`) or connect timeout (`http_options`),
@@ -238,6 +254,13 @@ impl BedrockAgentCoreBuilder {
                 let timeouts = connect_timeout(config.timeout_config(), connect);
                 aws_sdk_bedrockagentcorecontrol::Client::from_conf(config.to_builder().timeout_config(timeouts).build())
             });
+        }
+        if let Some(recorder) = self.recorder {
+            let config = client.config();
+            let inner = config.http_client().unwrap_or_else(https_client);
+            client = Client::from_conf(
+                config.to_builder().http_client(RecordingHttpClient::shared(inner, recorder)).build(),
+            );
         }
         Ok(BedrockAgentCore {
             client,

@@ -8,5 +8,6 @@ pub(crate) mod agentcore;
 pub(crate) mod builder;
 mod connection;
 mod overrides;
+mod recording;
 pub(crate) mod session_id;
 pub(crate) mod settings;

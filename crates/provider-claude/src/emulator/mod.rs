@@ -118,6 +118,7 @@ mod options;
 mod overrides;
 mod permissions;
 mod playback;
+mod replay;
 mod previews;
 mod records;
 mod replies;
@@ -129,6 +130,7 @@ mod sessions;
 mod state;
 mod threads;
 
+pub use replay::ClaudeReplay;
 pub use backend::ClaudeBackend;
 pub use options::{EmulatorOptions, MALFORMED_FRAME_MARKER};
 pub use server::{ClaudeEmulator, RecordedRequest};

@@ -9,6 +9,7 @@ use std::time::Duration;
 use managed_agents_core::Secret;
 use managed_agents_core::http::{HeaderValue, validate_base_url};
 use managed_agents_core::provision::{MemoryStore, ProvisionStore};
+use managed_agents_core::recording::Recorder;
 use managed_agents_core::{Error, HttpOptions, HttpSettings, RetryPolicy, env_var};
 
 use crate::provider::ClaudeManagedAgents;
@@ -44,6 +45,7 @@ pub struct ClaudeManagedAgentsBuilder {
     files_beta: Option<String>,
     http: HttpSettings,
     store: Option<Arc<dyn ProvisionStore>>,
+    recorder: Option<Recorder>,
 }
 
 impl Default for ClaudeManagedAgentsBuilder {
@@ -63,6 +65,7 @@ impl fmt::Debug for ClaudeManagedAgentsBuilder {
             .field("files_beta", &self.files_beta)
             .field("http", &self.http)
             .field("store", &self.store.as_ref().map(|_| "…"))
+            .field("recorder", &self.recorder)
             .finish()
     }
 }
@@ -94,6 +97,7 @@ impl ClaudeManagedAgentsBuilder {
             files_beta: None,
             http: DEFAULT_HTTP_SETTINGS,
             store: None,
+            recorder: None,
         }
     }
 
@@ -178,6 +182,14 @@ impl ClaudeManagedAgentsBuilder {
         Self { store: Some(store), ..self }
     }
 
+    /// Records every exchange with the API into `recorder` (for replaying the session offline through
+    /// [`emulator::replay`](crate::emulator) or `managed-agents replay`); the API key is registered as a secret
+    /// to redact. Off by default; recording never changes what the session does.
+    #[must_use]
+    pub fn recorder(self, recorder: Recorder) -> Self {
+        Self { recorder: Some(recorder), ..self }
+    }
+
     /// Builds the provider (and its [`ClaudeClient`]). Fails with [`Error::InvalidOption`] without an API key,
     /// with a key that cannot be sent as a header, with a base URL that is not an absolute `http(s)` URL, or with
     /// HTTP settings [`HttpSettings::validate`] refuses (a zero timeout, an invalid retry policy, a zero connect
@@ -202,7 +214,7 @@ impl ClaudeManagedAgentsBuilder {
         if let Some(beta) = self.files_beta {
             config.files_beta = beta;
         }
-        let client = ClaudeClient::new(config)?;
+        let client = ClaudeClient::new(config, self.recorder)?;
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         Ok(ClaudeManagedAgents { provisioner: ClaudeProvisioner::new(client.clone(), store), client })
     }

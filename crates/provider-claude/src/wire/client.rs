@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use managed_agents_core::http::{
-    Bytes, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, Response, read_body,
+    Bytes, HeaderValue, HttpClient, IncomingBody, Method, Replay, Request, RequestBody, Response, read_body,
 };
+use managed_agents_core::recording::Recorder;
 use managed_agents_core::{Error, HttpSettings, Secret};
 use serde_json::{Value, json};
 
@@ -141,8 +142,13 @@ pub(super) fn query_string(query: &[(&str, String)]) -> String {
 impl ClaudeClient {
     /// A client for `config`, whose values the provider's builder checked (only the connection options can still
     /// fail here).
-    pub(crate) fn new(config: ClaudeConfig) -> Result<Self, Error> {
-        Ok(Self { http: HttpClient::with_options(&config.http.options)?, config })
+    pub(crate) fn new(config: ClaudeConfig, recorder: Option<Recorder>) -> Result<Self, Error> {
+        let mut http = HttpClient::with_options(&config.http.options)?;
+        if let Some(recorder) = recorder {
+            recorder.secret(&config.api_key);
+            http = http.with_recorder(recorder);
+        }
+        Ok(Self { http, config })
     }
 
     /// The configuration.
@@ -202,7 +208,7 @@ impl ClaudeClient {
         body: Body,
         beta: Beta,
         replay: Replay,
-    ) -> Result<Response<Incoming>, Error> {
+    ) -> Result<Response<IncomingBody>, Error> {
         let timeout = self.config.http.request_timeout;
         let accept = "application/json";
         self.http
@@ -431,21 +437,25 @@ impl ClaudeClient {
     }
 
     /// `GET /v1/sessions/{id}/events/stream`: the live event stream (the response, to be read as SSE).
-    pub async fn open_stream(&self, session_id: &str) -> Result<Incoming, Error> {
+    pub async fn open_stream(&self, session_id: &str) -> Result<IncomingBody, Error> {
         self.open_stream_with_deltas(session_id, &[]).await
     }
 
     /// `GET /v1/sessions/{id}/events/stream?event_deltas[]=…`: the live event stream, also carrying previews
     /// (`event_start`, `event_delta`) of the events of the types in `event_deltas` (`"agent.message"`,
     /// `"agent.thinking"`) while they are produced; none when it is empty.
-    pub async fn open_stream_with_deltas(&self, session_id: &str, event_deltas: &[&str]) -> Result<Incoming, Error> {
+    pub async fn open_stream_with_deltas(
+        &self,
+        session_id: &str,
+        event_deltas: &[&str],
+    ) -> Result<IncomingBody, Error> {
         let query: Vec<(&str, String)> = event_deltas.iter().map(|kind| ("event_deltas[]", kind.to_string())).collect();
         let path = format!("{}{}", session_path(session_id, "events/stream"), query_string(&query));
         self.open_sse(&path).await
     }
 
     /// `GET <path>` as a live event stream (the response body, to be read as SSE).
-    pub(super) async fn open_sse(&self, path: &str) -> Result<Incoming, Error> {
+    pub(super) async fn open_sse(&self, path: &str) -> Result<IncomingBody, Error> {
         let response = self
             .http
             .send_with_retries(&self.config.http.retry, Replay::Always, self.config.http.request_timeout, || {

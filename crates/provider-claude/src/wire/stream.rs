@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use managed_agents_core::http::{Incoming, SseBody, SseFrame};
+use managed_agents_core::http::{IncomingBody, SseBody, SseFrame};
 use managed_agents_core::{Error, Event, StreamItem};
 use serde_json::Value;
 
@@ -30,7 +30,7 @@ pub(crate) struct EventStream {
 }
 
 impl EventStream {
-    pub(crate) fn new(body: Incoming, idle: Duration) -> Self {
+    pub(crate) fn new(body: IncomingBody, idle: Duration) -> Self {
         Self { body: SseBody::new(body, idle), announced: false, malformed_run: 0 }
     }
 

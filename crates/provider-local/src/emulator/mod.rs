@@ -58,10 +58,12 @@
 mod backend;
 mod encode;
 mod playback;
+mod replay;
 mod routes;
 mod server;
 mod sessions;
 
+pub use replay::LocalReplay;
 pub use backend::LocalBackend;
 pub use encode::StreamEnd;
 pub use routes::validate_messages;

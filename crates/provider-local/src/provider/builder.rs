@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use managed_agents_core::Secret;
+use managed_agents_core::recording::Recorder;
 use managed_agents_core::{AgentSpec, Error, HttpOptions, HttpSettings, RetryPolicy, ToolSchema, env_var};
 
 use crate::provider::guards::GuardSettings;
@@ -40,6 +41,7 @@ pub struct LocalBuilder {
     http: HttpSettings,
     guards: GuardSettings,
     chat: Option<Arc<dyn ChatBackend>>,
+    recorder: Option<Recorder>,
 }
 
 impl Default for LocalBuilder {
@@ -62,6 +64,7 @@ impl fmt::Debug for LocalBuilder {
             .field("http", &self.http)
             .field("guards", &self.guards)
             .field("chat_backend", &self.chat.is_some())
+            .field("recorder", &self.recorder)
             .finish()
     }
 }
@@ -95,6 +98,7 @@ impl LocalBuilder {
             http: DEFAULT_HTTP_SETTINGS,
             guards: GuardSettings::default(),
             chat: None,
+            recorder: None,
         }
     }
 
@@ -226,6 +230,16 @@ impl LocalBuilder {
         self
     }
 
+    /// Records every exchange with the chat endpoint into `recorder` (for replaying the session offline through
+    /// [`emulator::replay`](crate::emulator) or `managed-agents replay`); the API key and the extra headers'
+    /// values are registered as secrets to redact. Off by default; recording never changes what the session
+    /// does. (A [`chat_backend`](Self::chat_backend) of your own is not recorded.)
+    #[must_use]
+    pub fn recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
     /// Builds the provider. It reads nothing from the environment, and every setting is checked here: a missing
     /// or empty model, a zero timeout, an invalid retry policy, base URL or header is an
     /// [`Error::InvalidOption`] naming the setting (`model`, `request_timeout`, `idle_timeout`, `retry`,
@@ -246,7 +260,7 @@ impl LocalBuilder {
         let (chat, builtin): (Arc<dyn ChatBackend>, _) = match self.chat {
             Some(chat) => (chat, None),
             None => {
-                let builtin = HttpChat::new(http.clone())?;
+                let builtin = HttpChat::new(http.clone(), self.recorder)?;
                 (Arc::new(builtin.clone()), Some(builtin))
             }
         };

@@ -4,8 +4,9 @@ use std::fmt;
 
 use async_trait::async_trait;
 use managed_agents_core::http::{
-    Bytes, HeaderName, HeaderValue, HttpClient, Incoming, Method, Replay, Request, RequestBody, SseBody, read_body,
+    Bytes, HeaderName, HeaderValue, HttpClient, IncomingBody, Method, Replay, Request, RequestBody, SseBody, read_body,
 };
+use managed_agents_core::recording::Recorder;
 use managed_agents_core::{Error, HttpSettings, LiveEvents, Secret};
 use serde_json::{Value, json};
 
@@ -84,9 +85,15 @@ pub(crate) struct HttpChat {
 
 impl HttpChat {
     /// A client for `config`, once [`HttpChatConfig::validate`] accepts it.
-    pub(crate) fn new(config: HttpChatConfig) -> Result<Self, Error> {
+    pub(crate) fn new(config: HttpChatConfig, recorder: Option<Recorder>) -> Result<Self, Error> {
         config.validate()?;
-        Ok(Self { client: HttpClient::with_options(&config.http.options)?, config })
+        let mut client = HttpClient::with_options(&config.http.options)?;
+        if let Some(recorder) = recorder {
+            config.api_key.iter().for_each(|key| recorder.secret(key));
+            config.headers.iter().for_each(|(_, value)| recorder.secret(&Secret::new(value.clone())));
+            client = client.with_recorder(recorder);
+        }
+        Ok(Self { client, config })
     }
 
     /// A client for `config` on this one's connection pool (a run's own destination or credential), once
@@ -118,7 +125,7 @@ impl HttpChat {
         builder.body(RequestBody::new(body.clone())).map_err(|_| Error::invalid_option("base_url", "not a valid URL"))
     }
 
-    async fn streamed(&self, response: Incoming, live: &LiveEvents) -> Result<ChatResponse, Error> {
+    async fn streamed(&self, response: IncomingBody, live: &LiveEvents) -> Result<ChatResponse, Error> {
         let mut body = SseBody::new(response, self.config.http.idle_timeout);
         let mut assembler = ChunkAssembler::new();
         let mut events = Vec::new();
