@@ -59,9 +59,12 @@ async fn observe(provider: Arc<dyn Provider>, log: InputLog, options: SessionOpt
         }
     };
     session.close().await;
+    // The calls run concurrently (the one awaiting approval may finish first): which ran matters, not the order.
+    let mut ran: Vec<String> = seen.calls().into_iter().map(|c| c.id).collect();
+    ran.sort();
     Observed {
         text: result.text,
-        ran: seen.calls().into_iter().map(|c| c.id).collect(),
+        ran,
         asked,
         posted: log.tool_results(),
     }
