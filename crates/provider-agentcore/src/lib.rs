@@ -87,3 +87,7 @@ pub use provider::settings::DEFAULT_HTTP_SETTINGS;
 pub use provision::lifecycle::ProvisionedHarness;
 pub use provision::settings::ProvisionSettings;
 pub use wire::events::StopReason;
+/// The AgentCore wire's schema vocabulary ([`VOCABULARY`]) and the check of a recording's event-stream messages
+/// against it ([`check_recording`]): unknown event and exception types, unknown fields and missing required fields,
+/// reported, not failed.
+pub use wire::vocabulary::{VOCABULARY, check_recording};

@@ -123,6 +123,9 @@ pub use provision::provisioner::ClaudeProvisioner;
 pub use wire::client::{ClaudeClient, ClaudeConfig};
 pub use wire::stream::MAX_CONSECUTIVE_MALFORMED_FRAMES;
 pub use wire::threads::ThreadStream;
+/// The Managed Agents wire's schema vocabulary ([`VOCABULARY`]) and the check of a recording against it
+/// ([`check_recording`]): unknown event types, unknown fields and missing required fields, reported, not failed.
+pub use wire::vocabulary::{VOCABULARY, check_recording};
 
 /// Internals reachable only from the fuzz targets in `fuzz/` (built with `--cfg fuzzing`, as `cargo fuzz` does).
 #[cfg(fuzzing)]

@@ -85,3 +85,7 @@ pub use provider::Local;
 pub use provider::builder::{DEFAULT_BASE_URL, DEFAULT_HTTP_SETTINGS, LocalBuilder};
 pub use provider::guards::{DUPLICATE_DIRECTIVE, GuardSettings};
 pub use wire::chat::{ChatBackend, ChatRequest, ChatResponse};
+/// The chat-completions wire's schema vocabulary ([`VOCABULARY`]) and the check of a recording's chunks and
+/// completions against it ([`check_recording`]): unknown objects, unknown fields and missing required fields,
+/// reported, not failed.
+pub use wire::vocabulary::{VOCABULARY, check_recording};

@@ -6,7 +6,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::format::{Body, RecordedRequest};
-use super::redact::{looks_like_id, looks_like_uuid};
+use super::redact::{account_ids_redacted, looks_like_id, looks_like_uuid};
 
 /// Where a replay left its recording: the first request that did not match.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,9 +44,12 @@ impl fmt::Display for Divergence {
     }
 }
 
-/// `text` with ids, UUIDs and timestamps replaced by `<id>` / `<time>`.
+/// `text` with ids, UUIDs and timestamps replaced by `<id>` / `<time>`, and ARNs' account numbers zeroed (a
+/// recording keeps them zeroed).
 fn normalized_text(text: &str) -> String {
-    if looks_like_id(text) || looks_like_uuid(text) {
+    if let Some(zeroed) = account_ids_redacted(text) {
+        normalized_text(&zeroed)
+    } else if looks_like_id(text) || looks_like_uuid(text) {
         "<id>".to_owned()
     } else if looks_like_timestamp(text) {
         "<time>".to_owned()
@@ -69,6 +72,8 @@ fn looks_like_timestamp(text: &str) -> bool {
 
 /// The path and query with each id segment (and each id query value) as `<id>`.
 pub fn normalized_uri(uri: &str) -> String {
+    let zeroed = account_ids_redacted(uri);
+    let uri = zeroed.as_deref().unwrap_or(uri);
     let (path, query) = uri.split_once('?').map_or((uri, None), |(path, query)| (path, Some(query)));
     let mut out: Vec<String> = path.split('/').map(normalized_text).collect::<Vec<_>>();
     let mut joined = out.join("/");
@@ -76,7 +81,9 @@ pub fn normalized_uri(uri: &str) -> String {
         out = query
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some((name, value)) => format!("{name}={}", normalized_text(value)),
+                Some((name, value)) => {
+                    format!("{}={}", percent_decoded(name), normalized_text(&percent_decoded(value)))
+                }
                 None => pair.to_owned(),
             })
             .collect();
@@ -84,6 +91,28 @@ pub fn normalized_uri(uri: &str) -> String {
         joined.push_str(&out.join("&"));
     }
     joined
+}
+
+/// `text` with its `%XX` escapes decoded (a query's `event_deltas%5B%5D` and `event_deltas[]` are one name);
+/// escapes that do not decode to UTF-8 are kept.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let hex = |at: usize| bytes.get(at).and_then(|b| (*b as char).to_digit(16));
+        match (bytes[index], hex(index + 1), hex(index + 2)) {
+            (b'%', Some(high), Some(low)) => {
+                out.push((high * 16 + low) as u8);
+                index += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
 }
 
 /// `json` with every id, UUID and timestamp string replaced.

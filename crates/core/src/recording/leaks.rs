@@ -126,6 +126,9 @@ pub(crate) fn secret_shape(text: &str) -> Option<&'static str> {
             return Some("a bearer token");
         }
     }
+    if !super::redact::arn_accounts(text).is_empty() {
+        return Some("an AWS account number in an ARN");
+    }
     for marker in ["Signature=", "X-Amz-Signature="] {
         for (at, _) in text.match_indices(marker) {
             if run(at + marker.len(), &|b| b.is_ascii_hexdigit()) >= 64 {
@@ -163,4 +166,36 @@ fn high_entropy(value: &str) -> bool {
         })
         .sum();
     entropy > 4.2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shapes_of_secrets_are_found_and_ordinary_text_is_not() {
+        for (text, shape) in [
+            ("key sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "an Anthropic API key (sk-ant-…)"),
+            ("sk-proj-abcdefghijklmnopqrstuvwxyz0123456789", "an API key (sk-…)"),
+            ("{\"blob\":\"ASIAABCDEFGHIJKLMNOP\"}", "an AWS access key id (AKIA…/ASIA…)"),
+            ("AKIAIOSFODNN7EXAMPLE", "an AWS access key id (AKIA…/ASIA…)"),
+            ("Bearer eyJhbGciOiJIUzI1NiJ9.payload", "a bearer token"),
+            ("arn:aws:iam::123456789012:role/R", "an AWS account number in an ARN"),
+        ] {
+            assert_eq!(secret_shape(text), Some(shape), "{text}");
+        }
+        for text in [
+            "task-ant-farm",
+            "Bearer [redacted:bearer-token]",
+            "AKIAshort",
+            "arn:aws:iam::000000000000:role/R",
+            "anthropic.claude-sonnet-4-6",
+            "Credential=[redacted:aws-access-key-id]/20261202/us-east-1/x/aws4_request",
+        ] {
+            assert_eq!(secret_shape(text), None, "{text}");
+        }
+        assert!(high_entropy("q8Zr2LmX0vT9bN4kW7pY1sD6fH3jG5cA"), "a random 32-character token");
+        assert!(!high_entropy("3f2b8c1e9d4a4e6f8b7c1a2b3c4d5e6f0011"), "hex stays under the bar");
+        assert!(!high_entropy("application/json; charset=utf-8"), "short or spaced values are not tokens");
+    }
 }

@@ -33,11 +33,14 @@ pub enum RedactionRule {
     KnownSecrets,
     /// The JSON paths added with [`Redaction::json_path`].
     JsonPaths,
+    /// The account number of every AWS ARN (`arn:aws:iam::123456789012:role/…` → `…::000000000000:…`, also
+    /// percent-encoded in a path).
+    AwsAccountIds,
 }
 
 impl RedactionRule {
     /// Every rule.
-    pub const ALL: [RedactionRule; 8] = [
+    pub const ALL: [RedactionRule; 9] = [
         RedactionRule::Authorization,
         RedactionRule::ApiKeyHeaders,
         RedactionRule::Cookies,
@@ -46,6 +49,7 @@ impl RedactionRule {
         RedactionRule::SecretFields,
         RedactionRule::KnownSecrets,
         RedactionRule::JsonPaths,
+        RedactionRule::AwsAccountIds,
     ];
 
     /// Its name in a recording's header.
@@ -59,6 +63,7 @@ impl RedactionRule {
             RedactionRule::SecretFields => "secret-fields",
             RedactionRule::KnownSecrets => "known-secrets",
             RedactionRule::JsonPaths => "json-paths",
+            RedactionRule::AwsAccountIds => "aws-account-ids",
         }
     }
 }
@@ -157,11 +162,15 @@ impl Redaction {
         } else {
             Vec::new()
         };
+        let accounts = self.on(RedactionRule::AwsAccountIds);
         let scrub = |text: &mut String| {
             for secret in &known {
                 if text.contains(secret) {
                     *text = text.replace(secret, &placeholder("secret"));
                 }
+            }
+            if accounts && let Some(redacted) = account_ids_redacted(text) {
+                *text = redacted;
             }
         };
         for entry in &mut recording.entries {
@@ -183,10 +192,10 @@ impl Redaction {
                 }
                 EntryKind::Body(body) => self.body_redacted(body, &scrub),
                 EntryKind::Sse(frame) => {
-                    if let Ok(mut json) = serde_json::from_str::<Value>(&frame.data) {
-                        if self.json_redacted(&mut json, &scrub) {
-                            frame.data = json.to_string();
-                        }
+                    if let Ok(mut json) = serde_json::from_str::<Value>(&frame.data)
+                        && self.json_redacted(&mut json, &scrub)
+                    {
+                        frame.data = json.to_string();
                     }
                     scrub(&mut frame.data);
                 }
@@ -203,6 +212,9 @@ impl Redaction {
                 EntryKind::End(_) => {}
             }
         }
+        for extra in [&mut recording.header.app, &mut recording.header.result].into_iter().flatten() {
+            self.json_redacted(extra, &scrub);
+        }
         recording.header.redacted =
             RedactionRule::ALL.into_iter().filter(|rule| self.on(*rule)).map(|rule| rule.name().to_owned()).collect();
         if self.rename_ids {
@@ -216,11 +228,10 @@ impl Redaction {
             let name = name.as_str();
             if self.on(RedactionRule::Authorization) && matches!(name, "authorization" | "proxy-authorization") {
                 *value = authorization_redacted(value);
-            } else if self.on(RedactionRule::ApiKeyHeaders)
-                && (API_KEY_HEADERS.contains(&name) || self.headers.iter().any(|extra| extra == name))
+            } else if (self.on(RedactionRule::ApiKeyHeaders)
+                && (API_KEY_HEADERS.contains(&name) || self.headers.iter().any(|extra| extra == name)))
+                || (self.on(RedactionRule::Cookies) && matches!(name, "cookie" | "set-cookie"))
             {
-                *value = placeholder(name);
-            } else if self.on(RedactionRule::Cookies) && matches!(name, "cookie" | "set-cookie") {
                 *value = placeholder(name);
             } else if self.on(RedactionRule::AwsSessionToken) && name == "x-amz-security-token" {
                 *value = placeholder("aws-session-token");
@@ -252,6 +263,54 @@ impl Redaction {
         strings_scrubbed(json, scrub);
         *json != before
     }
+}
+
+/// The separators an ARN's fields may be joined by: `:`, or `%3A` in a percent-encoded path.
+const ARN_SEPARATORS: [&str; 3] = [":", "%3A", "%3a"];
+
+/// Where, in `text`, each ARN's account number is (byte ranges of 12 digits that are not all zeros).
+pub(crate) fn arn_accounts(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut found = Vec::new();
+    for separator in ARN_SEPARATORS {
+        let marker = format!("arn{separator}aws");
+        for (start, _) in text.match_indices(&marker) {
+            // arn:partition:service:region:account: — the account follows the fourth separator.
+            let mut at = start;
+            let mut fields = 0;
+            while fields < 4 {
+                match text[at..].find(separator) {
+                    Some(next) => {
+                        at += next + separator.len();
+                        fields += 1;
+                    }
+                    None => break,
+                }
+            }
+            let digits = text[at..].bytes().take_while(u8::is_ascii_digit).count();
+            let account = &text[at..at + digits];
+            if fields == 4
+                && digits == 12
+                && text[at + 12..].starts_with(separator)
+                && account.bytes().any(|b| b != b'0')
+            {
+                found.push(at..at + 12);
+            }
+        }
+    }
+    found
+}
+
+/// `text` with every ARN's account number zeroed, or `None` when it has none.
+pub(crate) fn account_ids_redacted(text: &str) -> Option<String> {
+    let accounts = arn_accounts(text);
+    if accounts.is_empty() {
+        return None;
+    }
+    let mut out = text.to_owned();
+    for range in accounts {
+        out.replace_range(range, "000000000000");
+    }
+    Some(out)
 }
 
 fn authorization_redacted(value: &str) -> String {
@@ -470,5 +529,125 @@ fn rename_ids(recording: &mut Recording) {
     }
     for extra in [&mut recording.header.app, &mut recording.header.result].into_iter().flatten() {
         renamer.json(extra);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::recording::format::{Entry, Header, RecordedRequest, SseRecord};
+    use crate::recording::leaks::scan;
+
+    fn recording_with(kinds: Vec<EntryKind>) -> Recording {
+        let mut recording = Recording::new(Header::new("test"));
+        recording.entries = kinds.into_iter().map(|kind| Entry::new(0, 0, kind)).collect();
+        recording
+    }
+
+    fn planted() -> Recording {
+        let headers = [
+            (
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20261202/us-east-1/bedrock-agentcore/aws4_request, SignedHeaders=host;x-amz-date, Signature=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            ),
+            ("x-amz-security-token", "FwoGZXIvYXdzEBYaDPLANTEDtokenPLANTEDtokenPLANTEDtoken"),
+            ("x-api-key", "sk-ant-api03-PLANTEDplantedPLANTEDplanted"),
+            ("cookie", "session=PLANTED"),
+        ];
+        let request = RecordedRequest::new(
+            "POST",
+            "/v1/things?X-Amz-Signature=PLANTED&api_key=PLANTED&page=2",
+            headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            Some(Body::Json(json!({
+                "executionRoleArn": "arn:aws:iam::123456789012:role/Prod",
+                "credentials": {"accessKeyId": "AKIAIOSFODNN7EXAMPLE", "SecretAccessKey": "PLANTED", "SessionToken": "PLANTED"},
+                "apiKey": "PLANTED",
+                "mcp_servers": [{"name": "x", "authorization_token": "PLANTED"}],
+                "custom": {"deep": "PLANTED-by-path"},
+                "text": "the known key is KNOWN-SECRET-1234",
+                "modelId": "anthropic.claude-sonnet-4-6",
+            }))),
+        );
+        let sse =
+            SseRecord::new(None, None, r#"{"type":"agent.message","token":"PLANTED","text":"KNOWN-SECRET-1234"}"#);
+        recording_with(vec![EntryKind::Request(request), EntryKind::Sse(sse)])
+    }
+
+    fn text(recording: &Recording) -> String {
+        let mut out = Vec::new();
+        recording.write(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn headers_queries_bodies_sse_data_and_arns_are_redacted_to_stable_placeholders() {
+        let mut recording = planted();
+        Redaction::new().json_path("/custom/deep").apply(&mut recording, &[Secret::new("KNOWN-SECRET-1234")]);
+        let text = text(&recording);
+        assert!(!text.contains("PLANTED") && !text.contains("KNOWN-SECRET") && !text.contains("AKIA"), "{text}");
+        assert!(!text.contains("123456789012"), "{text}");
+        for expected in [
+            "Credential=[redacted:aws-access-key-id]/20261202/us-east-1/bedrock-agentcore/aws4_request",
+            "SignedHeaders=host;x-amz-date",
+            "Signature=[redacted:aws-signature]",
+            "[redacted:aws-session-token]",
+            "[redacted:x-api-key]",
+            "[redacted:cookie]",
+            "X-Amz-Signature=[redacted:x-amz-signature]&api_key=[redacted:api_key]&page=2",
+            "arn:aws:iam::000000000000:role/Prod",
+            "[redacted:json-path]",
+            "the known key is [redacted:secret]",
+            "anthropic.claude-sonnet-4-6",
+        ] {
+            assert!(text.contains(expected), "{expected} in {text}");
+        }
+        scan(&recording).expect("nothing left");
+        // Stable: redacting the same input again gives the same text.
+        let mut again = planted();
+        Redaction::new().json_path("/custom/deep").apply(&mut again, &[Secret::new("KNOWN-SECRET-1234")]);
+        assert_eq!(self::text(&again), text);
+    }
+
+    #[test]
+    fn each_rule_left_off_leaves_something_the_scan_refuses() {
+        for (rule, shape) in [
+            (RedactionRule::Authorization, "an AWS access key id (AKIA…/ASIA…)"),
+            (RedactionRule::ApiKeyHeaders, "an Anthropic API key (sk-ant-…)"),
+            (RedactionRule::SecretFields, "an AWS access key id (AKIA…/ASIA…)"),
+            (RedactionRule::AwsAccountIds, "an AWS account number in an ARN"),
+        ] {
+            let mut recording = planted();
+            Redaction::new().without(rule).json_path("/custom/deep").apply(&mut recording, &[]);
+            match scan(&recording) {
+                Err(crate::recording::RecordingError::Leak { shape: found, .. }) => {
+                    assert_eq!(found, shape, "{rule:?}")
+                }
+                other => panic!("{rule:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn ids_are_renamed_consistently_across_paths_bodies_and_frames() {
+        let request = RecordedRequest::new(
+            "POST",
+            "/v1/sessions/sesn_011CZabc123/events",
+            Default::default(),
+            Some(Body::Json(json!({"events": [{"tool_use_id": "sevt_01XYZ789qq"}]}))),
+        );
+        let sse = SseRecord::new(
+            None,
+            None,
+            r#"{"id":"sevt_01XYZ789qq","session":"sesn_011CZabc123","u":"3f2b8c1e-9d4a-4e6f-8b7c-1a2b3c4d5e6f"}"#,
+        );
+        let mut recording = recording_with(vec![EntryKind::Request(request), EntryKind::Sse(sse)]);
+        Redaction::new().rename_ids(true).apply(&mut recording, &[]);
+        let text = text(&recording);
+        assert!(text.contains("/v1/sessions/sesn_r0001/events") && text.matches("sesn_r0001").count() == 2, "{text}");
+        assert!(text.matches("sevt_r0001").count() == 2, "{text}");
+        assert!(text.contains("00000000-0000-4000-8000-000000000001"), "{text}");
+        assert!(recording.header.ids_renamed);
     }
 }

@@ -17,6 +17,7 @@ pub(crate) mod stream;
 pub mod thread_events;
 pub(crate) mod threads;
 pub(crate) mod timestamp;
+pub mod vocabulary;
 
 /// The most bytes of network input an error keeps (`Error::Malformed::raw`).
 pub(crate) const MAX_RAW_BYTES: usize = 4096;

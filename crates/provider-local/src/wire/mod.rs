@@ -18,6 +18,7 @@ use crate::wire::chat::ChatResponse;
 pub mod assemble;
 pub(crate) mod chat;
 pub(crate) mod http;
+pub(crate) mod vocabulary;
 
 /// `type` of a streamed chunk event.
 pub const CHUNK: &str = "local.chunk";
