@@ -8,6 +8,7 @@ mod enabled {
     use std::sync::Arc;
 
     use managed_agents_claude::{ClaudeManagedAgents, ClaudeProvisioner};
+    use managed_agents_core::recording::Recorder;
     use managed_agents_core::{AgentSpec, BoxError, EnvironmentSpec};
     use serde_json::{Value, json};
 
@@ -20,18 +21,23 @@ mod enabled {
     const DEFAULT_SYSTEM: &str = "You are a helpful assistant.";
 
     /// The Claude provider of `ANTHROPIC_API_KEY` (and `ANTHROPIC_BASE_URL`), or an error saying what to set.
-    pub fn claude_from_env() -> Result<ClaudeManagedAgents, BoxError> {
+    pub fn claude_from_env(recorder: Option<Recorder>) -> Result<ClaudeManagedAgents, BoxError> {
         if env_value("ANTHROPIC_API_KEY").is_none() {
             return Err(UsageError("Claude needs an API key: set ANTHROPIC_API_KEY".into()).into());
         }
-        ClaudeManagedAgents::from_env().map_err(|error| {
+        let builder = managed_agents_claude::ClaudeManagedAgentsBuilder::from_env();
+        let builder = match recorder {
+            Some(recorder) => builder.recorder(recorder),
+            None => builder,
+        };
+        builder.build().map_err(|error| {
             Hinted { error: Box::new(error), hint: "check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL".into() }.into()
         })
     }
 
     /// Runs an `agents` subcommand; returns the exit code.
     pub async fn run(action: AgentsAction, json: bool, screen: &Arc<Screen>) -> Result<u8, BoxError> {
-        let provider = claude_from_env()?;
+        let provider = claude_from_env(None)?;
         let client = provider.client().clone();
         match action {
             AgentsAction::Create { name, model, system, mcp } => {

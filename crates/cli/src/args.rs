@@ -75,6 +75,33 @@ pub enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Replay a recording (made with `run --record FILE`, or by a provider's `recorder`) instead of calling the
+    /// loop host: offline, checking that every request matches the recorded one. Without a COMMAND, runs the
+    /// recorded prompt (or PROMPT) with the tools given here; with `-- COMMAND…`, runs your own app with the
+    /// provider's variables pointed at the replay (ANTHROPIC_BASE_URL, OPENAI_BASE_URL or
+    /// AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, and MANAGED_AGENTS_REPLAY_URL). Exits 1 when the run diverged.
+    Replay {
+        /// The recording.
+        file: PathBuf,
+        /// The request to send (default: the one the recording says it ran).
+        #[arg(long, value_name = "TEXT")]
+        prompt: Option<String>,
+        /// Keep the recorded delays (default: as fast as the recording's order allows).
+        #[arg(long)]
+        keep_timing: bool,
+        /// Options shared with `run` (tools, approvals, output).
+        #[command(flatten)]
+        options: Options,
+        /// Your app, run against the replay.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Recordings: `check FILE` reports what in a recording our wire vocabulary does not know.
+    Recording {
+        /// What to do.
+        #[command(subcommand)]
+        action: RecordingAction,
+    },
     /// Agents on Claude Managed Agents (needs ANTHROPIC_API_KEY): create one, list them, archive one.
     Agents {
         /// What to do.
@@ -100,6 +127,17 @@ pub enum SessionsAction {
     Delete {
         /// The id the summary line showed.
         id: String,
+    },
+}
+
+/// `managed-agents recording …`.
+#[derive(Debug, Subcommand)]
+pub enum RecordingAction {
+    /// Checks a recording against the wire vocabulary we know: event types, fields on known events and required
+    /// fields that are missing are reported (the exit code is 0 either way; 1 when the file is not a recording).
+    Check {
+        /// The recording.
+        file: PathBuf,
     },
 }
 
@@ -147,9 +185,11 @@ impl Command {
     /// Whether the command prints JSON on stdout.
     pub fn json(&self) -> bool {
         match self {
-            Self::Run { options, .. } | Self::Chat { options } => options.output() != Output::Text,
+            Self::Run { options, .. } | Self::Chat { options } | Self::Replay { options, .. } => {
+                options.output() != Output::Text
+            }
             Self::Sessions { json, .. } | Self::Agents { json, .. } => *json,
-            Self::Config { .. } => false,
+            Self::Config { .. } | Self::Recording { .. } => false,
         }
     }
 }
@@ -191,6 +231,11 @@ pub struct Options {
     /// Runs the chosen provider's bundled emulator: no credentials, no network.
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+
+    /// Record every exchange with the loop host into FILE (JSON lines, secrets redacted; written when the run
+    /// ends), for `managed-agents replay FILE` later.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
 
     /// An MCP server to run as a child process over stdio, as one command line (repeatable), e.g.
     /// --mcp "python3 -m mcp_server_time". Its tools are offered to the model as `<server>__<tool>`.

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use managed_agents_conformance::{Script, ScriptTurn};
+use managed_agents_core::recording::Recorder;
 use managed_agents_core::{AgentHandle, BoxError, Provider, ToolSchema};
 use managed_agents_local::emulator::LocalEmulator;
 use managed_agents_local::{Local, LocalBuilder};
@@ -34,6 +35,12 @@ pub struct Host {
     pub emulated: bool,
     /// Where its address came from (an environment variable), for errors that name it.
     pub address_from: Option<&'static str>,
+    /// What records the run (`--record FILE`), if anything.
+    pub recorder: Option<Recorder>,
+    /// The replay's verdict (`managed-agents replay`): the requests matched, or the divergence in words.
+    pub replayed: Option<Box<dyn Fn() -> Result<usize, String> + Send + Sync>>,
+    /// The conversation file of a replay (not the user's), removed when the host goes.
+    pub scratch: Option<std::path::PathBuf>,
     /// The emulator server, kept alive for the run.
     _emulator: Option<Box<dyn Any + Send>>,
 }
@@ -48,7 +55,18 @@ impl Host {
         address_from: Option<&'static str>,
     ) -> Self {
         let provider = Arc::new(provider);
-        Self { kind, provider, agent, description, emulated: false, address_from, _emulator: None }
+        Self {
+            kind,
+            provider,
+            agent,
+            description,
+            emulated: false,
+            address_from,
+            recorder: None,
+            replayed: None,
+            scratch: None,
+            _emulator: None,
+        }
     }
 
     /// A bundled emulator's host; `emulator` is kept alive with it.
@@ -60,7 +78,56 @@ impl Host {
         emulator: impl Any + Send,
     ) -> Self {
         let (provider, emulator) = (Arc::new(provider), Some(Box::new(emulator) as Box<dyn Any + Send>));
-        Self { kind, provider, agent, description, emulated: true, address_from: None, _emulator: emulator }
+        Self {
+            kind,
+            provider,
+            agent,
+            description,
+            emulated: true,
+            address_from: None,
+            recorder: None,
+            replayed: None,
+            scratch: None,
+            _emulator: emulator,
+        }
+    }
+
+    /// A replay's host: `replay` is kept alive with it and asked for its verdict at the end.
+    pub fn replaying(
+        kind: ProviderName,
+        provider: impl Provider + 'static,
+        agent: Option<AgentHandle>,
+        description: String,
+        replay: Arc<dyn crate::recordings::Verdict>,
+    ) -> Self {
+        let verdict = Arc::clone(&replay);
+        let mut host = Self::emulated(kind, provider, agent, description, replay);
+        // A replay stands for the real loop host, not the bundled emulator.
+        host.emulated = false;
+        host.replayed = Some(Box::new(move || verdict.verdict()));
+        let name = format!("managed-agents-replay-{}-{:08x}.sqlite3", std::process::id(), fastrand::u32(..));
+        host.scratch = Some(std::env::temp_dir().join(name));
+        host
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if let Some(path) = &self.scratch {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut file = path.clone().into_os_string();
+                file.push(suffix);
+                let _ = std::fs::remove_file(file);
+            }
+        }
+    }
+}
+
+/// `builder` recording into `recorder`, when there is one.
+fn recorded<B>(builder: B, recorder: Option<&Recorder>, attach: impl FnOnce(B, Recorder) -> B) -> B {
+    match recorder {
+        Some(recorder) => attach(builder, recorder.clone()),
+        None => builder,
     }
 }
 
@@ -104,6 +171,20 @@ pub fn script(options: &Options) -> Result<Script, UsageError> {
 /// (Local; hosted agents declare their tools when they are provisioned).
 pub async fn build(options: &Options, script: Script, tools: &[ToolSchema]) -> Result<Host, BoxError> {
     let (kind, real) = chosen(options);
+    let recorder = options.record.as_ref().map(|_| Recorder::new(crate::recordings::wire(kind)));
+    let mut host = built(options, script, tools, kind, real, recorder.as_ref()).await?;
+    host.recorder = recorder;
+    Ok(host)
+}
+
+async fn built(
+    options: &Options,
+    script: Script,
+    tools: &[ToolSchema],
+    kind: ProviderName,
+    real: bool,
+    recorder: Option<&Recorder>,
+) -> Result<Host, BoxError> {
     match (kind, real) {
         (ProviderName::Local | ProviderName::Emulator, true) => {
             let base_url = env_value("OPENAI_BASE_URL").ok_or_else(|| {
@@ -123,10 +204,11 @@ pub async fn build(options: &Options, script: Script, tools: &[ToolSchema]) -> R
             if let Some(key) = env_value("OPENAI_API_KEY") {
                 builder = builder.api_key(key);
             }
-            let provider = local(builder, tools).build().map_err(|error| Hinted {
-                hint: "check OPENAI_BASE_URL (an http(s) URL) and --model".into(),
-                error: Box::new(error),
-            })?;
+            let provider =
+                recorded(local(builder, tools), recorder, LocalBuilder::recorder).build().map_err(|error| Hinted {
+                    hint: "check OPENAI_BASE_URL (an http(s) URL) and --model".into(),
+                    error: Box::new(error),
+                })?;
             let description = format!("the local loop with model `{}`", provider.model());
             Ok(Host::real(ProviderName::Local, provider, None, description, Some("OPENAI_BASE_URL")))
         }
@@ -134,12 +216,12 @@ pub async fn build(options: &Options, script: Script, tools: &[ToolSchema]) -> R
             let emulator = LocalEmulator::start(script).await?;
             let model = options.model.clone().unwrap_or_else(|| "emulated".into());
             let builder = Local::builder().base_url(emulator.base_url()).model(model);
-            let provider = local(builder, tools).build()?;
+            let provider = recorded(local(builder, tools), recorder, LocalBuilder::recorder).build()?;
             let description = format!("the local loop against the bundled emulator at {}", emulator.base_url());
             Ok(Host::emulated(ProviderName::Local, provider, None, description, emulator))
         }
-        (ProviderName::Claude, real) => claude(options, script, real).await,
-        (ProviderName::Agentcore, real) => agentcore(options, script, real).await,
+        (ProviderName::Claude, real) => claude(options, script, real, recorder).await,
+        (ProviderName::Agentcore, real) => agentcore(options, script, real, recorder).await,
     }
 }
 
@@ -149,16 +231,17 @@ pub fn env_value(name: &str) -> Option<String> {
 }
 
 /// A Local builder with the tools of the run.
-fn local(builder: LocalBuilder, tools: &[ToolSchema]) -> LocalBuilder {
+pub fn local(builder: LocalBuilder, tools: &[ToolSchema]) -> LocalBuilder {
     tools.iter().cloned().fold(builder, LocalBuilder::tool)
 }
 
 #[cfg(feature = "claude")]
-async fn claude(options: &Options, script: Script, real: bool) -> Result<Host, BoxError> {
+async fn claude(options: &Options, script: Script, real: bool, recorder: Option<&Recorder>) -> Result<Host, BoxError> {
+    use managed_agents_claude::ClaudeManagedAgentsBuilder;
     use managed_agents_claude::emulator::ClaudeEmulator;
 
     if real {
-        let provider = crate::agents::claude_from_env()?;
+        let provider = crate::agents::claude_from_env(recorder.cloned())?;
         let (Some(agent_id), Some(environment_id)) = (options.agent_id.clone(), options.environment_id.clone()) else {
             return Err(Hinted {
                 error: Box::new(UsageError(
@@ -177,26 +260,32 @@ async fn claude(options: &Options, script: Script, real: bool) -> Result<Host, B
     }
     let emulator = ClaudeEmulator::start(script).await?;
     let (agent_id, environment_id) = emulator.seed_agent();
-    let provider = emulator.provider_builder().build()?;
+    let provider = recorded(emulator.provider_builder(), recorder, ClaudeManagedAgentsBuilder::recorder).build()?;
     let description = format!("the bundled Claude Managed Agents emulator at {}", emulator.base_url());
     let agent = Some(AgentHandle { agent_id, environment_id: Some(environment_id) });
     Ok(Host::emulated(ProviderName::Claude, provider, agent, description, emulator))
 }
 
 #[cfg(not(feature = "claude"))]
-async fn claude(_: &Options, _: Script, _: bool) -> Result<Host, BoxError> {
+async fn claude(_: &Options, _: Script, _: bool, _: Option<&Recorder>) -> Result<Host, BoxError> {
     Err(UsageError("this build has no Claude provider (build with the `claude` feature)".into()).into())
 }
 
 #[cfg(feature = "agentcore")]
-async fn agentcore(_options: &Options, script: Script, real: bool) -> Result<Host, BoxError> {
-    use managed_agents_agentcore::BedrockAgentCore;
+async fn agentcore(
+    _options: &Options,
+    script: Script,
+    real: bool,
+    recorder: Option<&Recorder>,
+) -> Result<Host, BoxError> {
+    use managed_agents_agentcore::BedrockAgentCoreBuilder;
     use managed_agents_agentcore::emulator::AgentCoreEmulator;
 
     if real {
         let arn = env_value("AGENTCORE_HARNESS_ARN")
             .ok_or_else(|| UsageError("Bedrock AgentCore needs a harness: set AGENTCORE_HARNESS_ARN".into()))?;
-        let provider = BedrockAgentCore::from_env().await?;
+        let provider =
+            recorded(BedrockAgentCoreBuilder::from_env().await, recorder, BedrockAgentCoreBuilder::recorder).build()?;
         let description = format!("Bedrock AgentCore, harness {arn}");
         let agent = Some(AgentHandle { agent_id: arn, environment_id: None });
         return Ok(Host::real(ProviderName::Agentcore, provider, agent, description, Some("AGENTCORE_HARNESS_ARN")));
@@ -204,11 +293,11 @@ async fn agentcore(_options: &Options, script: Script, real: bool) -> Result<Hos
     let emulator = AgentCoreEmulator::start(script).await?;
     let description = format!("the bundled Bedrock AgentCore emulator at {}", emulator.base_url());
     let agent = Some(AgentHandle { agent_id: emulator.harness_arn(), environment_id: None });
-    let provider = emulator.provider_builder().build()?;
+    let provider = recorded(emulator.provider_builder(), recorder, BedrockAgentCoreBuilder::recorder).build()?;
     Ok(Host::emulated(ProviderName::Agentcore, provider, agent, description, emulator))
 }
 
 #[cfg(not(feature = "agentcore"))]
-async fn agentcore(_: &Options, _: Script, _: bool) -> Result<Host, BoxError> {
+async fn agentcore(_: &Options, _: Script, _: bool, _: Option<&Recorder>) -> Result<Host, BoxError> {
     Err(UsageError("this build has no Bedrock AgentCore provider (build with the `agentcore` feature)".into()).into())
 }

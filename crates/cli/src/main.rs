@@ -14,6 +14,7 @@ mod loop_host;
 mod mcp_config;
 mod outcome;
 mod prompt;
+mod recordings;
 mod requests;
 mod retries;
 mod screen;
@@ -29,7 +30,7 @@ use clap::Parser;
 use clap::error::ErrorKind;
 use managed_agents_core::BoxError;
 
-use crate::args::{Cli, Command, ConfigAction, Options, Output, ProviderName};
+use crate::args::{Cli, Command, ConfigAction, Options, Output, ProviderName, RecordingAction};
 use crate::input::Input;
 use crate::outcome::{EXIT_COMPLETED, EXIT_USAGE, UsageError};
 use crate::requests::{Parts, Requests, Sent};
@@ -98,9 +99,18 @@ async fn dispatch(command: Command) -> Result<u8, BoxError> {
         Command::Run { prompt, prompt_file, options } => {
             // The prompt is read (and an empty one refused) before anything starts.
             let prompt = prompt::read(prompt.as_deref(), prompt_file.as_deref())?;
-            conversation(options, Some(prompt)).await
+            conversation(options, Some(prompt), None).await
         }
-        Command::Chat { options } => conversation(options, None).await,
+        Command::Chat { options } => conversation(options, None, None).await,
+        Command::Replay { file, prompt, keep_timing, options, command } => {
+            let recording = recordings::open(&file)?;
+            if !command.is_empty() {
+                return recordings::run_command(recording, keep_timing, &command).await;
+            }
+            let prompt = recordings::prompt(&recording, prompt)?;
+            conversation(options, Some(prompt), Some((recording, keep_timing))).await
+        }
+        Command::Recording { action: RecordingAction::Check { file } } => recordings::check(&file),
         Command::Sessions { action, json } => conversations::run(action, json).await,
         Command::Config { action } => {
             match action {
@@ -125,8 +135,12 @@ async fn dispatch(command: Command) -> Result<u8, BoxError> {
     }
 }
 
-/// `run` (with its prompt) or `chat` (without): set up (Ctrl-C meanwhile quits with 130), then the requests.
-async fn conversation(options: Options, prompt: Option<String>) -> Result<u8, BoxError> {
+/// A recording to replay instead of calling the loop host, and whether to keep its timing.
+type Replay = (managed_agents_core::recording::Recording, bool);
+
+/// `run` (with its prompt) or `chat` (without): set up (Ctrl-C meanwhile quits with 130), then the requests;
+/// with `replay`, against a replay of the recording.
+async fn conversation(options: Options, prompt: Option<String>, replay: Option<Replay>) -> Result<u8, BoxError> {
     let config = config::load()?;
     let options = config.fill(options);
     let script = loop_host::script(&options)?;
@@ -136,7 +150,7 @@ async fn conversation(options: Options, prompt: Option<String>) -> Result<u8, Bo
     let json = options.output() != Output::Text;
     retries::show_on(&screen);
     let chat = prompt.is_none();
-    let set_up = set_up(&options, script, servers, &screen, &ctrl_c, chat);
+    let set_up = set_up(&options, script, servers, &screen, &ctrl_c, chat, replay);
     let (mut requests, input) = tokio::select! {
         ready = set_up => ready?,
         () = ctrl_c.next() => {
@@ -146,6 +160,7 @@ async fn conversation(options: Options, prompt: Option<String>) -> Result<u8, Bo
         }
     };
     let address_from = requests.address_from();
+    let sent = prompt.clone();
     let code = match prompt {
         Some(prompt) => match requests.send(prompt).await {
             Sent::Ended(code) => code,
@@ -161,7 +176,31 @@ async fn conversation(options: Options, prompt: Option<String>) -> Result<u8, Bo
     {
         screen.note(&format!("  (the loop host's address comes from {variable})"));
     }
-    Ok(code)
+    Ok(after_the_run(&requests, &options, sent.as_deref(), code, &screen))
+}
+
+/// The recording written (`--record`) and the replay's verdict said; a failure of either makes the run fail.
+fn after_the_run(requests: &Requests, options: &Options, prompt: Option<&str>, code: u8, screen: &Screen) -> u8 {
+    let host = requests.loop_host();
+    let mut code = code;
+    if let Some(path) = &options.record {
+        let app = recordings::app(prompt, host, options.model.as_deref());
+        match recordings::save(host, path, app) {
+            Ok(entries) => screen.note(&format!("recorded {entries} entries to {}", path.display())),
+            Err(error) => {
+                screen.note(&format!("error: the recording was not written: {error}"));
+                code = code.max(outcome::EXIT_FAILED);
+            }
+        }
+    }
+    if let Some(verdict) = &host.replayed {
+        let verdict = verdict();
+        recordings::report(&verdict);
+        if verdict.is_err() {
+            code = code.max(outcome::EXIT_FAILED);
+        }
+    }
+    code
 }
 
 /// Everything before the first request: the MCP servers started (the spinner says which is awaited), the loop
@@ -174,9 +213,13 @@ async fn set_up(
     screen: &Arc<Screen>,
     ctrl_c: &CtrlC,
     chat: bool,
+    replay: Option<Replay>,
 ) -> Result<(Requests, Option<Arc<Input>>), BoxError> {
     let toolbox = tools::toolbox(servers, screen).await?;
-    let loop_host = loop_host::build(options, script, &toolbox.schemas()).await?;
+    let loop_host = match replay {
+        Some((recording, keep_timing)) => recordings::host(recording, keep_timing, options, &toolbox.schemas()).await?,
+        None => loop_host::build(options, script, &toolbox.schemas()).await?,
+    };
     screen.note(&format!("loop host: {}", loop_host.description));
     for warning in warnings(options, loop_host.kind) {
         screen.note(&format!("warning: {warning}"));

@@ -81,7 +81,12 @@ impl Requests {
         if options.model.is_some() && !capabilities.runtime_model && loop_host.kind != ProviderName::Local {
             return Err(UsageError(format!("--model does not apply to {name}: the agent's own model is used")).into());
         }
-        let store = conversations::open_store().await?;
+        // A replay keeps nothing: its conversation (and its tool ledger, which would answer the replayed calls
+        // from the recorded run) lives in a file of its own, removed when the replay ends.
+        let store = match &loop_host.scratch {
+            Some(path) => managed_agents_store::SqliteStore::open(path).await?,
+            None => conversations::open_store().await?,
+        };
         let (id, new) = conversations::pick(&store, options, &name).await?;
         let permission = TerminalPermission::new(Arc::clone(&screen), input, ctrl_c.clone(), &options.allow);
         let mut builder =
@@ -128,6 +133,11 @@ impl Requests {
     }
 
     /// The environment variable the loop host's address came from, if any.
+    pub fn loop_host(&self) -> &loop_host::Host {
+        &self.loop_host
+    }
+
+    /// Where the loop host's address came from, for errors that name it.
     pub fn address_from(&self) -> Option<&'static str> {
         self.loop_host.address_from
     }

@@ -4,6 +4,7 @@
 
 mod agents;
 mod json;
+mod recordings;
 mod run;
 mod sessions;
 mod settings;
