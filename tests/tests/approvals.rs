@@ -62,12 +62,7 @@ async fn observe(provider: Arc<dyn Provider>, log: InputLog, options: SessionOpt
     // The calls run concurrently (the one awaiting approval may finish first): which ran matters, not the order.
     let mut ran: Vec<String> = seen.calls().into_iter().map(|c| c.id).collect();
     ran.sort();
-    Observed {
-        text: result.text,
-        ran,
-        asked,
-        posted: log.tool_results(),
-    }
+    Observed { text: result.text, ran, asked, posted: log.tool_results() }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

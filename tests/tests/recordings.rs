@@ -318,3 +318,50 @@ async fn renamed_ids_replay_too() {
     assert_eq!((replayed["text"].clone(), replayed["turns"].clone()), (live["text"].clone(), live["turns"].clone()));
     assert!(replay.finish().is_ok(), "{:?}", replay.finish());
 }
+
+// --- A recording not made by our client -------------------------------------------------------------------------
+
+/// The official `anthropic` Python SDK drives one session through a recording proxy in front of the Claude
+/// emulator; the recording replays for our client, which sends the same requests and gets the same result. Runs
+/// when `MANAGED_AGENTS_SDK_PYTHON` names a Python with the SDK of `tests/sdk/requirements.txt` (`.ci/run` sets
+/// it up); without it the test says so and checks nothing (`MANAGED_AGENTS_REQUIRE_SDK=1` makes that a failure).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_of_the_official_python_sdk_replays_for_our_client() {
+    use managed_agents_conformance::replay::RecordingProxy;
+
+    let Some(python) = std::env::var_os("MANAGED_AGENTS_SDK_PYTHON").filter(|python| !python.is_empty()) else {
+        assert!(std::env::var_os("MANAGED_AGENTS_REQUIRE_SDK").is_none(), "MANAGED_AGENTS_SDK_PYTHON is not set");
+        eprintln!("skipped: MANAGED_AGENTS_SDK_PYTHON is not set");
+        return;
+    };
+    let emulator = ClaudeEmulator::start(script()).await.expect("emulator");
+    let (agent, environment) = emulator.seed_agent();
+    let recorder = Recorder::new("claude").source("the official anthropic Python SDK against the Claude emulator");
+    let proxy = RecordingProxy::start(&emulator.base_url(), recorder.clone()).await.expect("proxy");
+    let sdk_script: std::path::PathBuf = [env!("CARGO_MANIFEST_DIR"), "sdk", "claude_sdk_record.py"].iter().collect();
+    let prompt = "look up a and b";
+    let (base_url, agent_id, environment_id) = (proxy.base_url(), agent.clone(), environment.clone());
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .arg(sdk_script)
+            .args([base_url, agent_id, environment_id, prompt.to_owned()])
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("the Python interpreter runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the SDK session failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(stdout.trim(), "Found both.");
+    let recording = recorder.recording().expect("redacted and clean");
+    assert!(!text_of(&recording).contains("SDKplanted"), "the SDK's key is redacted");
+
+    let replay = ClaudeReplay::start(recording, ReplayOptions::new()).await.expect("replay");
+    let provider = replay.provider_builder().build().expect("provider");
+    let options = SessionOptions::new().agent_id(agent).environment_id(environment);
+    let replayed = run(&provider, EchoTools, options).await.expect("our client replays the SDK's session");
+    assert_eq!(replayed["text"], "Found both.");
+    assert_eq!(replayed["tool_calls"].as_array().map(Vec::len), Some(2));
+    assert!(replay.finish().is_ok(), "{:?}", replay.finish());
+}

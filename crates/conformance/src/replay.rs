@@ -365,3 +365,99 @@ fn streamed(
     });
     body
 }
+
+/// A loopback proxy that records what any client — an official SDK, an app in another language — exchanges with
+/// the server behind it, in the same format our providers record in. Point the client at
+/// [`RecordingProxy::base_url`]; take the recording from the [`Recorder`] given.
+pub struct RecordingProxy {
+    server: LoopbackServer,
+}
+
+impl std::fmt::Debug for RecordingProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordingProxy").field("address", &self.server.address()).finish_non_exhaustive()
+    }
+}
+
+/// Headers a proxy does not pass on: hop-by-hop, and those the next hop sets again.
+const HOP_HEADERS: [&str; 6] = ["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade"];
+
+impl RecordingProxy {
+    /// Starts forwarding every request to `upstream` (an `http(s)` base URL), recording into `recorder`.
+    pub async fn start(upstream: &str, recorder: managed_agents_core::recording::Recorder) -> io::Result<Self> {
+        let client = managed_agents_core::http::HttpClient::with_options(&managed_agents_core::HttpOptions::new())
+            .map_err(io::Error::other)?
+            .with_recorder(recorder);
+        let upstream = Arc::new(upstream.trim_end_matches('/').to_owned());
+        let server =
+            LoopbackServer::start(move |request| forward(client.clone(), Arc::clone(&upstream), request)).await?;
+        Ok(Self { server })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base_url(&self) -> String {
+        self.server.base_url()
+    }
+}
+
+async fn forward(
+    client: managed_agents_core::http::HttpClient,
+    upstream: Arc<String>,
+    request: ReceivedRequest,
+) -> Response<ResponseBody> {
+    use http_body_util::BodyExt as _;
+
+    let target = format!("{upstream}{}", request.uri.path_and_query().map_or("/", |path| path.as_str()));
+    let mut outgoing = managed_agents_core::http::Request::builder().method(request.method.clone()).uri(target);
+    for (name, value) in &request.headers {
+        if !HOP_HEADERS.contains(&name.as_str()) {
+            outgoing = outgoing.header(name, value);
+        }
+    }
+    let Ok(outgoing) = outgoing.body(managed_agents_core::http::RequestBody::new(request.body.clone())) else {
+        return bad_gateway("the request could not be forwarded");
+    };
+    let response = match client.send(outgoing, Duration::from_secs(600)).await {
+        Ok(response) => response,
+        Err(error) => return bad_gateway(&error.to_string()),
+    };
+    let (parts, mut body) = response.into_parts();
+    let (sender, streamed) = ResponseBody::channel();
+    tokio::spawn(async move {
+        loop {
+            let frame = tokio::select! {
+                frame = body.frame() => frame,
+                // The client left: dropping the body records that it stopped reading.
+                () = sender.closed() => return,
+            };
+            match frame {
+                None => return,
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data()
+                        && sender.send(Ok(data)).await.is_err()
+                    {
+                        return;
+                    }
+                }
+                Some(Err(error)) => {
+                    let _ = sender.send(Err(io::Error::new(io::ErrorKind::ConnectionReset, error.to_string()))).await;
+                    return;
+                }
+            }
+        }
+    });
+    let mut answer = Response::new(streamed);
+    *answer.status_mut() = parts.status;
+    for (name, value) in &parts.headers {
+        if !HOP_HEADERS.contains(&name.as_str()) {
+            answer.headers_mut().append(name, value.clone());
+        }
+    }
+    answer
+}
+
+fn bad_gateway(message: &str) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::full(json!({"message": message}).to_string()));
+    *response.status_mut() = StatusCode::BAD_GATEWAY;
+    response
+}

@@ -76,13 +76,13 @@ mod state;
 mod vault;
 
 pub use backend::AgentCoreBackend;
-pub use replay::AgentCoreReplay;
 pub use control::{ControlOptions, ControlRequest, EXECUTION_ROLE_ARN, EmulatedHarness};
 pub use encoding::frame;
 pub use endpoints::EmulatedEndpoint;
 pub use options::{CacheUsage, EmulatorOptions, SERVER_TOOL};
 pub use playback::reasoning_blocks;
 pub use progress::Transition;
+pub use replay::AgentCoreReplay;
 pub use server::{AgentCoreEmulator, InvokeRequest};
 pub use sessions::{HARNESS_ARN, SESSION_HEADER, is_harness_arn};
 pub use vault::EmulatedCredentialProvider;

@@ -118,9 +118,9 @@ mod options;
 mod overrides;
 mod permissions;
 mod playback;
-mod replay;
 mod previews;
 mod records;
+mod replay;
 mod replies;
 mod resources;
 mod roster;
@@ -130,9 +130,9 @@ mod sessions;
 mod state;
 mod threads;
 
-pub use replay::ClaudeReplay;
 pub use backend::ClaudeBackend;
 pub use options::{EmulatorOptions, MALFORMED_FRAME_MARKER};
+pub use replay::ClaudeReplay;
 pub use server::{ClaudeEmulator, RecordedRequest};
 
 #[cfg(doc)]

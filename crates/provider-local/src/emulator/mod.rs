@@ -63,9 +63,9 @@ mod routes;
 mod server;
 mod sessions;
 
-pub use replay::LocalReplay;
 pub use backend::LocalBackend;
 pub use encode::StreamEnd;
+pub use replay::LocalReplay;
 pub use routes::validate_messages;
 pub use server::{EmulatorOptions, LocalEmulator};
 pub use sessions::conversation_key;

@@ -3,7 +3,7 @@
 use std::io;
 
 use managed_agents_conformance::replay::{ReplayError, ReplayOptions, ReplayReport, ReplayServer, SseEncoding};
-use managed_agents_core::recording::Recording;
+use managed_agents_core::recording::{Body, Recording};
 
 use crate::{Local, LocalBuilder};
 
@@ -15,6 +15,8 @@ pub struct LocalReplay {
     server: ReplayServer,
     /// The path the recorded chat URL had before `/chat/completions` (e.g. `/v1`).
     prefix: String,
+    /// The model the recorded requests named.
+    model: Option<String>,
 }
 
 impl LocalReplay {
@@ -26,13 +28,22 @@ impl LocalReplay {
                 request.uri.split_once("/chat/completions").map(|(prefix, _)| prefix.to_owned())
             })
             .unwrap_or_default();
-        Ok(Self { server: ReplayServer::start("local", recording, SseEncoding, options).await?, prefix })
+        let model = recording.requests().find_map(|(_, _, request)| match &request.body {
+            Some(Body::Json(body)) => body["model"].as_str().map(str::to_owned),
+            _ => None,
+        });
+        Ok(Self { server: ReplayServer::start("local", recording, SseEncoding, options).await?, prefix, model })
     }
 
     /// The base URL to give the provider: `http://127.0.0.1:<port>` and the path the recorded chat URL had
     /// before `/chat/completions` (e.g. `/v1`).
     pub fn base_url(&self) -> String {
         format!("{}{}", self.server.base_url(), self.prefix)
+    }
+
+    /// The model the recorded requests named, if any.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 
     /// The provider's builder pointed at the replay, for `model` (the one the recording's requests name).
