@@ -368,7 +368,8 @@ fn streamed(
 
 /// A loopback proxy that records what any client — an official SDK, an app in another language — exchanges with
 /// the server behind it, in the same format our providers record in. Point the client at
-/// [`RecordingProxy::base_url`]; take the recording from the [`Recorder`] given.
+/// [`RecordingProxy::base_url`]; take the recording from the
+/// [`Recorder`](managed_agents_core::recording::Recorder) given.
 pub struct RecordingProxy {
     server: LoopbackServer,
 }

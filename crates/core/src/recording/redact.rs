@@ -332,7 +332,8 @@ fn authorization_redacted(value: &str) -> String {
         return format!("AWS4-HMAC-SHA256 {}", parts.join(", "));
     }
     for scheme in ["Bearer", "Basic"] {
-        if value.len() > scheme.len() && value[..scheme.len()].eq_ignore_ascii_case(scheme) {
+        if value.len() > scheme.len() && value.get(..scheme.len()).is_some_and(|head| head.eq_ignore_ascii_case(scheme))
+        {
             return format!("{scheme} {}", placeholder(&format!("{}-token", scheme.to_ascii_lowercase())));
         }
     }
@@ -627,6 +628,16 @@ mod tests {
                 other => panic!("{rule:?}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn odd_header_values_do_not_panic() {
+        for value in ["Bearé x", "é", "Basic", ""] {
+            let redacted = authorization_redacted(value);
+            assert!(redacted.contains("[redacted:"), "{value}: {redacted}");
+        }
+        // A signature header without its parts has nothing to hide, and is kept as it is.
+        assert_eq!(authorization_redacted("AWS4-HMAC-SHA256").trim(), "AWS4-HMAC-SHA256");
     }
 
     #[test]
