@@ -171,7 +171,13 @@ pub fn script(options: &Options) -> Result<Script, UsageError> {
 /// (Local; hosted agents declare their tools when they are provisioned).
 pub async fn build(options: &Options, script: Script, tools: &[ToolSchema]) -> Result<Host, BoxError> {
     let (kind, real) = chosen(options);
-    let recorder = options.record.as_ref().map(|_| Recorder::new(crate::recordings::wire(kind)));
+    let source = format!(
+        "managed-agents {} (`--record`), {} the {} wire",
+        env!("CARGO_PKG_VERSION"),
+        if real { "on" } else { "emulating" },
+        crate::recordings::wire(kind)
+    );
+    let recorder = options.record.as_ref().map(|_| Recorder::new(crate::recordings::wire(kind)).source(source));
     let mut host = built(options, script, tools, kind, real, recorder.as_ref()).await?;
     host.recorder = recorder;
     Ok(host)

@@ -214,6 +214,7 @@ pub async fn run_command(recording: Recording, keep_timing: bool, command: &[Str
 /// Says on stderr how a replay went.
 pub fn report(verdict: &Result<usize, String>) {
     match verdict {
+        Ok(1) => eprintln!("replay: every request matched the recording (1 request)"),
         Ok(requests) => eprintln!("replay: every request matched the recording ({requests} requests)"),
         Err(why) => eprintln!("replay: {why}"),
     }

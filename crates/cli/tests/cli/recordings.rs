@@ -26,6 +26,7 @@ fn a_recorded_run_replays_offline_with_the_same_answer_on_every_provider() {
         let (file, answer) = recorded(&home, provider);
         let recording = std::fs::read_to_string(&file).unwrap();
         assert!(recording.starts_with(r#"{"format":"managed-agents-recording","version":1"#), "{recording}");
+        assert!(recording.contains(r#""source":"managed-agents "#), "the header says what made it: {recording}");
         let output = home.cli().args(["replay"]).arg(&file).args(["--yes", "--mcp", ECHO_SERVER]).output().unwrap();
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(0), "{provider}: {stderr}");
