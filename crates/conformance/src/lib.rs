@@ -25,7 +25,7 @@
 //! * [`store_contract`]: the checks every provisioning store must pass; [`artifacts_contract`], every session
 //!   artifact store.
 //! * [`session_store_contract`]: the checks every host session store (conversations, leases, approvals, tool
-//!   ledger) must pass.
+//!   ledger) must pass; [`inbox_contract`], every store's durable inbox.
 //! * [`reference`](mod@reference): in-memory reference providers of both modes, which pass the suite in this crate's own tests.
 //!
 //! ## Testing your own provider
@@ -131,6 +131,7 @@ pub mod emulator;
 mod fault_case;
 pub mod faults;
 mod harness;
+pub mod inbox_contract;
 mod log;
 mod player;
 pub mod reference;

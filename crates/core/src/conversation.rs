@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::approval::{ApprovalRequest, Decision};
+use crate::inbox::{Inbox, InboxMessage, InboxStats, MessageState};
 use crate::ledger::{LedgerEntry, MemoryLedger, ToolLedger};
 use crate::{Error, ModelConfig};
 
@@ -277,6 +278,11 @@ pub trait SessionStore: ToolLedger {
 
     /// Removes one stored approval (once its answer was posted).
     async fn remove_approval(&self, external_id: &str, tool_use_id: &str) -> Result<(), Error>;
+
+    /// The store's durable inbox, when it has one (the host's `enqueue` and workers need it). Default: none.
+    fn inbox(&self) -> Option<&dyn Inbox> {
+        None
+    }
 }
 
 #[async_trait]
@@ -314,6 +320,9 @@ impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
     async fn remove_approval(&self, external_id: &str, tool_use_id: &str) -> Result<(), Error> {
         (**self).remove_approval(external_id, tool_use_id).await
     }
+    fn inbox(&self) -> Option<&dyn Inbox> {
+        (**self).inbox()
+    }
 }
 
 /// Milliseconds since the Unix epoch by this process's clock (saturating).
@@ -344,6 +353,36 @@ struct MemoryState {
     /// The last token handed out per conversation (kept after release, so tokens only grow).
     tokens: HashMap<String, i64>,
     approvals: BTreeMap<String, Vec<StoredApproval>>,
+    /// The inbox, by message id.
+    messages: BTreeMap<i64, InboxMessage>,
+    /// The last message id handed out.
+    last_message_id: i64,
+}
+
+impl MemoryState {
+    /// Whether `external_id`'s lease is held by anyone and still valid at `now`.
+    fn leased(&self, external_id: &str, now: i64) -> bool {
+        self.leases.get(external_id).is_some_and(|held| held.expires_at_ms > now)
+    }
+
+    /// Since when `external_id` has had work a worker can take, if it has (see [`Inbox::claim`]).
+    fn ready_since(&self, external_id: &str) -> Option<i64> {
+        let record = self.conversations.get(external_id);
+        let approvals = self.approvals.get(external_id).map(Vec::as_slice).unwrap_or_default();
+        let awaiting = record.is_some_and(|record| record.status == ConversationStatus::AwaitingApproval);
+        if awaiting && approvals.iter().any(|stored| stored.decision.is_none()) {
+            return None;
+        }
+        let message = self
+            .messages
+            .values()
+            .filter(|message| message.external_id == external_id && !message.state.is_final())
+            .map(|message| message.enqueued_at_ms)
+            .next();
+        let recovers = record.is_some_and(|record| record.status == ConversationStatus::Running);
+        let answered = awaiting && !approvals.is_empty();
+        message.or_else(|| (recovers || answered).then(|| record.map_or(0, |record| record.updated_at_ms)))
+    }
 }
 
 impl MemorySessionStore {
@@ -409,6 +448,7 @@ impl SessionStore for MemorySessionStore {
         let mut state = self.state();
         state.leases.remove(external_id);
         state.approvals.remove(external_id);
+        state.messages.retain(|_, message| message.external_id != external_id);
         Ok(state.conversations.remove(external_id).is_some())
     }
 
@@ -421,11 +461,7 @@ impl SessionStore for MemorySessionStore {
         {
             return Ok(None);
         }
-        let token = state.tokens.get(external_id).copied().unwrap_or(0).saturating_add(1);
-        state.tokens.insert(external_id.to_string(), token);
-        let lease = Lease::new(external_id, holder, token, now.saturating_add(duration_ms(ttl)));
-        state.leases.insert(external_id.to_string(), lease.clone());
-        Ok(Some(lease))
+        Ok(Some(Self::grant(&mut state, external_id, holder, ttl, now)))
     }
 
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, Error> {
@@ -482,6 +518,112 @@ impl SessionStore for MemorySessionStore {
             approvals.retain(|stored| stored.request.tool_use.id != tool_use_id);
         }
         Ok(())
+    }
+
+    fn inbox(&self) -> Option<&dyn Inbox> {
+        Some(self)
+    }
+}
+
+impl MemorySessionStore {
+    /// A new lease for `external_id` (the next token), valid for `ttl` from `now`.
+    fn grant(state: &mut MemoryState, external_id: &str, holder: &str, ttl: Duration, now: i64) -> Lease {
+        let token = state.tokens.get(external_id).copied().unwrap_or(0).saturating_add(1);
+        state.tokens.insert(external_id.to_string(), token);
+        let lease = Lease::new(external_id, holder, token, now.saturating_add(duration_ms(ttl)));
+        state.leases.insert(external_id.to_string(), lease.clone());
+        lease
+    }
+}
+
+#[async_trait]
+impl Inbox for MemorySessionStore {
+    async fn enqueue(
+        &self,
+        external_id: &str,
+        text: &str,
+        metadata: &Map<String, Value>,
+    ) -> Result<InboxMessage, Error> {
+        if external_id.is_empty() {
+            return Err(Error::invalid_option("external_id", "must not be empty"));
+        }
+        let mut state = self.state();
+        state.last_message_id = state.last_message_id.saturating_add(1);
+        let mut message = InboxMessage::new(state.last_message_id, external_id, text, now_ms());
+        message.metadata = metadata.clone();
+        state.messages.insert(message.id, message.clone());
+        Ok(message)
+    }
+
+    async fn message(&self, id: i64) -> Result<Option<InboxMessage>, Error> {
+        Ok(self.state().messages.get(&id).cloned())
+    }
+
+    async fn messages(&self, external_id: &str) -> Result<Vec<InboxMessage>, Error> {
+        Ok(self.state().messages.values().filter(|message| message.external_id == external_id).cloned().collect())
+    }
+
+    async fn update(
+        &self,
+        message: &InboxMessage,
+        conversation: Option<&Conversation>,
+        lease: &Lease,
+    ) -> Result<(), Error> {
+        if let Some(conversation) = conversation {
+            if conversation.external_id != message.external_id {
+                return Err(Error::invalid_option("conversation", "must be the message's conversation"));
+            }
+            self.save(conversation, lease).await?;
+        }
+        let mut state = self.state();
+        let current = state.leases.get(&message.external_id).map(|held| held.token);
+        if lease.external_id != message.external_id || current != Some(lease.token) {
+            return Err(lease_lost(&message.external_id));
+        }
+        let Some(stored) = state.messages.get_mut(&message.id) else {
+            return Err(Error::not_found("message", message.id.to_string()));
+        };
+        stored.state = message.state;
+        stored.attempts = message.attempts;
+        stored.result.clone_from(&message.result);
+        stored.error.clone_from(&message.error);
+        stored.updated_at_ms = now_ms();
+        Ok(())
+    }
+
+    async fn claim(&self, holder: &str, ttl: Duration, limit: usize) -> Result<Vec<Lease>, Error> {
+        let mut state = self.state();
+        let now = now_ms();
+        let mut candidates: Vec<String> = state.messages.values().map(|message| message.external_id.clone()).collect();
+        candidates.extend(state.conversations.keys().cloned());
+        candidates.sort();
+        candidates.dedup();
+        let mut ready: Vec<(i64, String)> = candidates
+            .into_iter()
+            .filter(|external_id| !state.leased(external_id, now))
+            .filter_map(|external_id| state.ready_since(&external_id).map(|since| (since, external_id)))
+            .collect();
+        ready.sort();
+        ready.truncate(limit);
+        Ok(ready.into_iter().map(|(_, external_id)| Self::grant(&mut state, &external_id, holder, ttl, now)).collect())
+    }
+
+    async fn stats(&self) -> Result<InboxStats, Error> {
+        let state = self.state();
+        let mut stats = InboxStats::default();
+        for message in state.messages.values() {
+            match message.state {
+                MessageState::Pending => {
+                    stats.pending += 1;
+                    let oldest = stats.oldest_pending_ms.get_or_insert(message.enqueued_at_ms);
+                    *oldest = (*oldest).min(message.enqueued_at_ms);
+                }
+                MessageState::Taken | MessageState::Posted => stats.in_flight += 1,
+                MessageState::Answered => stats.answered += 1,
+                MessageState::Failed => stats.failed += 1,
+            }
+        }
+        Ok(stats)
     }
 }
 

@@ -181,6 +181,7 @@ mod error;
 mod event;
 mod handler;
 mod http_settings;
+pub mod inbox;
 mod info;
 pub mod ledger;
 mod model;

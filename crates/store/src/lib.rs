@@ -141,6 +141,8 @@
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod db;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod inbox;
 #[cfg(feature = "postgres")]
 mod postgres_store;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

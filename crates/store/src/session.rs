@@ -33,12 +33,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::db::{Arg, Col, Row, Sql, args, corrupt, sql};
+use crate::db::{Arg, Col, Row, Sql, Transaction, args, corrupt, sql};
 use crate::store::SqlStore;
 
 /// The longest lease handed out (about a hundred years): longer ones are shortened to it, so that "now + ttl"
 /// never overflows.
-const MAX_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+pub(crate) const MAX_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 fn ttl_ms(ttl: Duration) -> i64 {
     duration_ms(ttl.min(MAX_TTL))
@@ -109,6 +109,7 @@ static APPROVALS: Sql =
     sql!("SELECT request, decision, created_at_ms FROM conversation_approvals WHERE external_id = $1 ORDER BY id");
 static REMOVE_APPROVAL: Sql = sql!("DELETE FROM conversation_approvals WHERE external_id = $1 AND tool_use_id = $2");
 static DELETE_APPROVALS: Sql = sql!("DELETE FROM conversation_approvals WHERE external_id = $1");
+static DELETE_MESSAGES: Sql = sql!("DELETE FROM inbox_messages WHERE external_id = $1");
 
 static RECORDED: Sql = sql!("SELECT entry FROM tool_ledger WHERE session_id = $1 AND tool_use_id = $2");
 /// Records an entry where there is none; changes nothing (0 rows) where there is one.
@@ -129,15 +130,15 @@ fn lease_lost(external_id: &str) -> Error {
     Error::lease_lost(external_id)
 }
 
-fn encode<T: Serialize + ?Sized>(operation: &'static str, value: &T) -> Result<String, Error> {
+pub(crate) fn encode<T: Serialize + ?Sized>(operation: &'static str, value: &T) -> Result<String, Error> {
     serde_json::to_string(value).map_err(|error| Error::store(operation, false, error))
 }
 
-fn decode<T: DeserializeOwned>(operation: &'static str, what: &str, text: &str) -> Result<T, Error> {
+pub(crate) fn decode<T: DeserializeOwned>(operation: &'static str, what: &str, text: &str) -> Result<T, Error> {
     serde_json::from_str(text).map_err(|error| corrupt(operation, format!("the stored {what} is unreadable: {error}")))
 }
 
-fn missing(operation: &'static str, what: &str) -> Error {
+pub(crate) fn missing(operation: &'static str, what: &str) -> Error {
     corrupt(operation, format!("the stored {what} is missing"))
 }
 
@@ -207,6 +208,62 @@ fn list_query(filter: &ConversationFilter) -> (String, Vec<Arg>) {
     (query, args)
 }
 
+impl SqlStore {
+    /// Checks, inside `transaction`, that `lease` is `external_id`'s current lease and locks its row until the
+    /// transaction ends; [`Error::LeaseLost`] otherwise (dropping the transaction then rolls it back).
+    pub(crate) async fn hold_lease(
+        &self,
+        transaction: &mut Transaction,
+        operation: &'static str,
+        external_id: &str,
+        lease: &Lease,
+    ) -> Result<(), Error> {
+        if lease.external_id != external_id {
+            return Err(lease_lost(external_id));
+        }
+        let held = transaction.execute(operation, self.sql(&HOLD_LEASE), args![external_id, lease.token]).await?;
+        if held == 1 { Ok(()) } else { Err(lease_lost(external_id)) }
+    }
+
+    /// Writes `conversation`'s record and metadata inside `transaction` (whose lease was checked).
+    pub(crate) async fn write_conversation(
+        &self,
+        transaction: &mut Transaction,
+        operation: &'static str,
+        conversation: &Conversation,
+    ) -> Result<(), Error> {
+        let external_id = &conversation.external_id;
+        let transcript =
+            conversation.transcript.as_ref().map(|transcript| encode(operation, transcript)).transpose()?;
+        let metadata = encode(operation, &conversation.metadata)?;
+        // Serializing a `ModelConfig` leaves its credential out: it never reaches the database.
+        let model_config = Some(&conversation.model_config)
+            .filter(|config| !config.without_credential().is_empty())
+            .map(|config| encode(operation, config))
+            .transpose()?;
+        let requests = i64::try_from(conversation.requests).unwrap_or(i64::MAX);
+        let record = args![
+            external_id,
+            &conversation.provider,
+            conversation.session_id.clone(),
+            conversation.status.as_str(),
+            transcript,
+            metadata,
+            conversation.last_error.clone(),
+            requests,
+            conversation.created_at_ms,
+            model_config,
+        ];
+        transaction.execute(operation, self.sql(&UPSERT), record).await?;
+        transaction.execute(operation, self.sql(&DELETE_METADATA), args![external_id]).await?;
+        for (key, value) in &conversation.metadata {
+            let entry = args![external_id, key, canonical_json(value)];
+            transaction.execute(operation, self.sql(&INSERT_METADATA), entry).await?;
+        }
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl ToolLedger for SqlStore {
     async fn recorded(&self, session_id: &str, tool_use_id: &str) -> Result<Option<LedgerEntry>, Error> {
@@ -256,43 +313,9 @@ impl SessionStore for SqlStore {
 
     async fn save(&self, conversation: &Conversation, lease: &Lease) -> Result<(), Error> {
         const OPERATION: &str = "save";
-        let external_id = &conversation.external_id;
-        if lease.external_id != *external_id {
-            return Err(lease_lost(external_id));
-        }
-        let transcript =
-            conversation.transcript.as_ref().map(|transcript| encode(OPERATION, transcript)).transpose()?;
-        let metadata = encode(OPERATION, &conversation.metadata)?;
-        // Serializing a `ModelConfig` leaves its credential out: it never reaches the database.
-        let model_config = Some(&conversation.model_config)
-            .filter(|config| !config.without_credential().is_empty())
-            .map(|config| encode(OPERATION, config))
-            .transpose()?;
-        let requests = i64::try_from(conversation.requests).unwrap_or(i64::MAX);
         let mut transaction = self.db.begin(OPERATION).await?;
-        let held = transaction.execute(OPERATION, self.sql(&HOLD_LEASE), args![external_id, lease.token]).await?;
-        if held != 1 {
-            // Dropping the transaction rolls it back: nothing was written.
-            return Err(lease_lost(external_id));
-        }
-        let record = args![
-            external_id,
-            &conversation.provider,
-            conversation.session_id.clone(),
-            conversation.status.as_str(),
-            transcript,
-            metadata,
-            conversation.last_error.clone(),
-            requests,
-            conversation.created_at_ms,
-            model_config,
-        ];
-        transaction.execute(OPERATION, self.sql(&UPSERT), record).await?;
-        transaction.execute(OPERATION, self.sql(&DELETE_METADATA), args![external_id]).await?;
-        for (key, value) in &conversation.metadata {
-            let entry = args![external_id, key, canonical_json(value)];
-            transaction.execute(OPERATION, self.sql(&INSERT_METADATA), entry).await?;
-        }
+        self.hold_lease(&mut transaction, OPERATION, &conversation.external_id, lease).await?;
+        self.write_conversation(&mut transaction, OPERATION, conversation).await?;
         transaction.commit(OPERATION).await
     }
 
@@ -311,6 +334,7 @@ impl SessionStore for SqlStore {
         let removed = transaction.execute(OPERATION, self.sql(&DELETE_CONVERSATION), args![external_id]).await?;
         transaction.execute(OPERATION, self.sql(&DELETE_METADATA), args![external_id]).await?;
         transaction.execute(OPERATION, self.sql(&DELETE_APPROVALS), args![external_id]).await?;
+        transaction.execute(OPERATION, self.sql(&DELETE_MESSAGES), args![external_id]).await?;
         transaction.commit(OPERATION).await?;
         Ok(removed > 0)
     }

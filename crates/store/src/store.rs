@@ -15,16 +15,18 @@ static PROVISION: Component = Component {
 };
 
 /// The session store's tables: conversations, leases, approvals, the tool ledger; then (2) each conversation's
-/// model configuration.
+/// model configuration; then (3) the inbox.
 static SESSIONS: Component = Component {
     name: "sessions",
     sqlite: &[
         include_str!("../migrations/sqlite/sessions/0001_conversations.sql"),
         include_str!("../migrations/sqlite/sessions/0002_model_config.sql"),
+        include_str!("../migrations/sqlite/sessions/0003_inbox.sql"),
     ],
     postgres: &[
         include_str!("../migrations/postgres/sessions/0001_conversations.sql"),
         include_str!("../migrations/postgres/sessions/0002_model_config.sql"),
+        include_str!("../migrations/postgres/sessions/0003_inbox.sql"),
     ],
 };
 
@@ -47,8 +49,8 @@ impl SqlStore {
     }
 }
 
-/// Implements `ProvisionStore`, `ToolLedger` and `SessionStore` for `$store` by passing every call to its
-/// `inner: SqlStore`.
+/// Implements `ProvisionStore`, `ToolLedger`, `SessionStore` and `Inbox` for `$store` by passing every call to
+/// its `inner: SqlStore`.
 macro_rules! delegate_stores {
     ($store:ty) => {
         #[async_trait::async_trait]
@@ -169,6 +171,52 @@ macro_rules! delegate_stores {
                 tool_use_id: &str,
             ) -> Result<(), managed_agents_core::Error> {
                 self.inner.remove_approval(external_id, tool_use_id).await
+            }
+            fn inbox(&self) -> Option<&dyn managed_agents_core::inbox::Inbox> {
+                Some(self)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl managed_agents_core::inbox::Inbox for $store {
+            async fn enqueue(
+                &self,
+                external_id: &str,
+                text: &str,
+                metadata: &serde_json::Map<String, serde_json::Value>,
+            ) -> Result<managed_agents_core::inbox::InboxMessage, managed_agents_core::Error> {
+                self.inner.enqueue(external_id, text, metadata).await
+            }
+            async fn message(
+                &self,
+                id: i64,
+            ) -> Result<Option<managed_agents_core::inbox::InboxMessage>, managed_agents_core::Error> {
+                self.inner.message(id).await
+            }
+            async fn messages(
+                &self,
+                external_id: &str,
+            ) -> Result<Vec<managed_agents_core::inbox::InboxMessage>, managed_agents_core::Error> {
+                self.inner.messages(external_id).await
+            }
+            async fn update(
+                &self,
+                message: &managed_agents_core::inbox::InboxMessage,
+                conversation: Option<&managed_agents_core::conversation::Conversation>,
+                lease: &managed_agents_core::conversation::Lease,
+            ) -> Result<(), managed_agents_core::Error> {
+                self.inner.update(message, conversation, lease).await
+            }
+            async fn claim(
+                &self,
+                holder: &str,
+                ttl: std::time::Duration,
+                limit: usize,
+            ) -> Result<Vec<managed_agents_core::conversation::Lease>, managed_agents_core::Error> {
+                self.inner.claim(holder, ttl, limit).await
+            }
+            async fn stats(&self) -> Result<managed_agents_core::inbox::InboxStats, managed_agents_core::Error> {
+                self.inner.stats().await
             }
         }
     };

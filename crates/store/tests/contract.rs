@@ -1,5 +1,5 @@
 //! Every store of this crate passes the contracts of `managed-agents-conformance`: the provisioning store
-//! contract and, one test per check, the session store contract — on SQLite (a fresh file per check) and on
+//! contract and, one test per check, the session store and inbox contracts — on SQLite (a fresh file per check) and on
 //! PostgreSQL (a fresh schema per check; see `support` for when those run).
 
 mod support;
@@ -7,7 +7,7 @@ mod support;
 use std::process::ExitCode;
 
 use libtest_mimic::Trial;
-use managed_agents_conformance::session_store_contract;
+use managed_agents_conformance::{inbox_contract, session_store_contract};
 use support::Gate;
 
 fn main() -> ExitCode {
@@ -21,6 +21,7 @@ fn main() -> ExitCode {
 fn names() -> Vec<String> {
     let mut names = vec!["provision_store".to_string()];
     names.extend(session_store_contract::ALL.iter().map(|check| format!("session_store::{check}")));
+    names.extend(inbox_contract::ALL.iter().map(|check| format!("inbox::{check}")));
     names
 }
 
@@ -45,6 +46,13 @@ fn sqlite_trials(gate: &Gate) -> Vec<Trial> {
             let dir = tempfile::tempdir().expect("temporary directory");
             let store = SqliteStore::open(dir.path().join("sessions.sqlite3")).await.expect("open");
             assert!(session_store_contract::run(check, Arc::new(store)).await, "no check is called {check}");
+        }));
+    }
+    for check in inbox_contract::ALL {
+        trials.push(support::trial(format!("sqlite::inbox::{check}"), gate, move |_| async move {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let store = SqliteStore::open(dir.path().join("sessions.sqlite3")).await.expect("open");
+            assert!(inbox_contract::run(check, Arc::new(store)).await, "no check is called {check}");
         }));
     }
     trials
@@ -93,6 +101,16 @@ fn postgres_trials(gate: &Gate) -> Vec<Trial> {
             support::with_schema(&url, move |schema| async move {
                 let store = open(&target, &schema).await;
                 assert!(session_store_contract::run(check, Arc::new(store)).await, "no check is called {check}");
+            })
+            .await;
+        }));
+    }
+    for check in inbox_contract::ALL {
+        trials.push(support::trial(format!("postgres::inbox::{check}"), gate, move |url| async move {
+            let target = url.clone();
+            support::with_schema(&url, move |schema| async move {
+                let store = open(&target, &schema).await;
+                assert!(inbox_contract::run(check, Arc::new(store)).await, "no check is called {check}");
             })
             .await;
         }));

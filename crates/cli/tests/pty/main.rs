@@ -74,6 +74,33 @@ fn exits_with(terminal: &mut Terminal, code: i32) -> String {
     rest
 }
 
+/// Waits (polling `/proc`, for at most 30 s) until process `parent` has a child that leads a process group of
+/// its own.
+fn wait_for_a_child_in_its_own_group(parent: i32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let children = std::fs::read_dir(format!("/proc/{parent}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+            .flat_map(|list| list.split_whitespace().filter_map(|pid| pid.parse::<i32>().ok()).collect::<Vec<_>>())
+            .collect::<Vec<_>>();
+        let leads_its_group = |pid: &i32| {
+            // `/proc/PID/stat`: `pid (comm) state ppid pgrp …`; the command name may hold spaces, not `)`.
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|stat| {
+                let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+                fields.get(2)?.parse::<i32>().ok()
+            }) == Some(*pid)
+        };
+        if children.iter().any(leads_its_group) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no child of {parent} in a group of its own: {children:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// The text printed before `needle` (waiting for it).
 fn before(terminal: &mut Terminal, needle: &str) -> String {
     let found = terminal.expect(needle).unwrap_or_else(|error| panic!("waiting for {needle:?}: {error}"));
@@ -248,6 +275,10 @@ fn the_spinner_shows_an_mcp_handshake_awaited_and_ctrl_c_quits_it() {
     // `sleep` never answers the handshake: it waits.
     let mut terminal = spawn(&["run", "hello", "--mcp", "sleep 600", "--script", "tests/scripts/hello.json"]);
     terminal.expect("starting MCP server `sleep`").unwrap();
+    // The note comes just before the server is spawned. A Ctrl-C sent while the new process is still in our
+    // process group (between its fork and its own `setpgid`) would end it too, and the run would fail on the dead
+    // server instead of quitting: press once the server has a group of its own, as a person's press would be.
+    wait_for_a_child_in_its_own_group(terminal.get_process().pid().as_raw());
     terminal.send(ControlCode::EndOfText).unwrap();
     // Its note may be the last thing written before the process exits, which a pseudo-terminal can drop: the
     // exit status is what is checked.

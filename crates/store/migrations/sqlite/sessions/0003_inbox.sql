@@ -1,0 +1,23 @@
+-- The durable inbox: each message committed before it is run, with the state that says how far it got (pending,
+-- taken, posted, answered, failed), how many requests took it up, and its result (JSON text) or error. `id`
+-- orders the messages of a conversation.
+
+CREATE TABLE inbox_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    external_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    result TEXT,
+    error TEXT,
+    enqueued_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+
+-- The messages not yet final, per conversation in order: what a claim looks for.
+CREATE INDEX inbox_messages_open ON inbox_messages (external_id, id) WHERE state IN ('pending', 'taken', 'posted');
+CREATE INDEX inbox_messages_by_conversation ON inbox_messages (external_id, id);
+
+-- The conversations a claim recovers or resumes (`running`, `awaiting_approval`).
+CREATE INDEX conversations_by_status ON conversations (status);
