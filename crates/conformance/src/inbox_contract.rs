@@ -178,24 +178,26 @@ pub async fn claim_skips_what_is_not_ready<S: SessionStore + ?Sized>(store: &S) 
     assert_eq!(ids(&claimed(inbox, "worker-b", 10).await), set(&["left-running"]), "recovered");
 }
 
-/// The conversation that has waited longest comes first; the limit caps a claim.
+/// Conversations come in the order of their oldest message not yet final (first come, first served), after those
+/// to recover (a record left `running`); the limit caps a claim.
 pub async fn claim_takes_the_longest_waiting_first<S: SessionStore + ?Sized>(store: &S) {
     let inbox = inbox_of(store);
-    for external_id in ["first", "second", "third"] {
-        let message = enqueue(inbox, external_id, "hello").await;
-        // The store's clock in milliseconds: let each enqueue be stamped later than the one before.
-        while inbox.enqueue("clock", "tick", &Map::new()).await.expect("enqueue").enqueued_at_ms
-            <= message.enqueued_at_ms
-        {}
+    for external_id in ["b-first", "a-second", "c-third"] {
+        enqueue(inbox, external_id, "hello").await;
     }
-    // The "clock" conversation has waited since before "second": take it out of the way first.
-    let clock = store.acquire("clock", "someone-else", LONG).await.expect("acquire").expect("free");
-    let first_two = claimed(inbox, "worker-a", 2).await;
-    let mut order: Vec<&str> = first_two.iter().map(|lease| lease.external_id.as_str()).collect();
-    order.sort_unstable();
-    assert_eq!(order, ["first", "second"], "the two longest waiting");
-    assert_eq!(ids(&claimed(inbox, "worker-a", 2).await), set(&["third"]));
-    store.release(&clock).await.expect("release");
+    enqueue(inbox, "b-first", "again").await;
+    let dead = store.acquire("d-left-running", "worker-dead", Duration::ZERO).await.expect("acquire").expect("free");
+    let mut record = Conversation::new("d-left-running", "claude");
+    record.status = ConversationStatus::Running;
+    store.save(&record, &dead).await.expect("save");
+    let mut order = Vec::new();
+    loop {
+        let leases = claimed(inbox, "worker-a", 1).await;
+        let Some(lease) = leases.first() else { break };
+        order.push(lease.external_id.clone());
+    }
+    assert_eq!(order, ["d-left-running", "b-first", "a-second", "c-third"]);
+    assert!(claimed(inbox, "worker-b", 2).await.is_empty());
 }
 
 /// An update under the current lease stores the message's state, attempts, result and error, and the record

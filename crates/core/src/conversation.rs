@@ -100,7 +100,8 @@ pub struct Conversation {
     pub metadata: Map<String, Value>,
     /// The last request's error, when it failed.
     pub last_error: Option<String>,
-    /// How many requests it has run.
+    /// How many of its requests ended well (messages answered, resumes that ran to their end): a request that
+    /// failed, stopped for approvals or was cut short by a worker's death is not counted.
     pub requests: u64,
     /// The model configuration its requests chose (model, destination, telemetry metadata), **never with a
     /// credential**: a credential is given again with each request. Empty when no request chose one (and for
@@ -365,23 +366,24 @@ impl MemoryState {
         self.leases.get(external_id).is_some_and(|held| held.expires_at_ms > now)
     }
 
-    /// Since when `external_id` has had work a worker can take, if it has (see [`Inbox::claim`]).
-    fn ready_since(&self, external_id: &str) -> Option<i64> {
+    /// Where `external_id` stands in the claim order when it has work a worker can take (see [`Inbox::claim`]):
+    /// 0 for a conversation to recover or resume, else the id of its oldest message not yet final.
+    fn ready_rank(&self, external_id: &str) -> Option<i64> {
         let record = self.conversations.get(external_id);
         let approvals = self.approvals.get(external_id).map(Vec::as_slice).unwrap_or_default();
         let awaiting = record.is_some_and(|record| record.status == ConversationStatus::AwaitingApproval);
         if awaiting && approvals.iter().any(|stored| stored.decision.is_none()) {
             return None;
         }
-        let message = self
-            .messages
-            .values()
-            .filter(|message| message.external_id == external_id && !message.state.is_final())
-            .map(|message| message.enqueued_at_ms)
-            .next();
         let recovers = record.is_some_and(|record| record.status == ConversationStatus::Running);
         let answered = awaiting && !approvals.is_empty();
-        message.or_else(|| (recovers || answered).then(|| record.map_or(0, |record| record.updated_at_ms)))
+        if recovers || answered {
+            return Some(0);
+        }
+        self.messages
+            .values()
+            .find(|message| message.external_id == external_id && !message.state.is_final())
+            .map(|message| message.id)
     }
 }
 
@@ -601,7 +603,7 @@ impl Inbox for MemorySessionStore {
         let mut ready: Vec<(i64, String)> = candidates
             .into_iter()
             .filter(|external_id| !state.leased(external_id, now))
-            .filter_map(|external_id| state.ready_since(&external_id).map(|since| (since, external_id)))
+            .filter_map(|external_id| state.ready_rank(&external_id).map(|rank| (rank, external_id)))
             .collect();
         ready.sort();
         ready.truncate(limit);

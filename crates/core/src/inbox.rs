@@ -193,9 +193,10 @@ pub trait Inbox: Send + Sync {
         lease: &Lease,
     ) -> Result<(), Error>;
 
-    /// Takes, for `holder` and `ttl`, the leases of up to `limit` conversations with work waiting, the longest
-    /// waiting first: a message not yet final, a record left `running` (its worker died), or approvals all
-    /// answered. A conversation whose lease someone holds — `holder` included — is skipped, and so is one
+    /// Takes, for `holder` and `ttl`, the leases of up to `limit` conversations with work waiting: a message not
+    /// yet final, a record left `running` (its worker died), or approvals all answered. Those to recover or
+    /// resume come first, then the rest by their oldest message not yet final (first come, first served: a
+    /// conversation with many messages does not keep one with a single message waiting behind it). A conversation whose lease someone holds — `holder` included — is skipped, and so is one
     /// waiting for an approval nobody answered yet (its messages wait behind it). Concurrent claimers never
     /// get the same conversation.
     async fn claim(&self, holder: &str, ttl: Duration, limit: usize) -> Result<Vec<Lease>, Error>;

@@ -6,8 +6,9 @@ use tokio::time::Instant;
 
 use managed_agents_core::approval::Decision;
 use managed_agents_core::conversation::{
-    Conversation, ConversationFilter, ConversationStatus, SessionStore, StoredApproval,
+    Conversation, ConversationFilter, ConversationStatus, Lease, SessionStore, StoredApproval,
 };
+use managed_agents_core::inbox::{Inbox, InboxMessage, MessageState};
 use managed_agents_core::ledger;
 use managed_agents_core::{
     Error, Handler, Interrupter, ModelConfig, Provider, Session, SessionOptions, SessionResult, ToolUse,
@@ -17,6 +18,8 @@ use crate::attachments::Attachments;
 use crate::lease::{BusyPolicy, HeldLease, LeaseRequest};
 use crate::opened::Opened;
 use crate::permission::HostPermission;
+use crate::posting::Posting;
+use crate::queue::Signals;
 use crate::request::{ModelPlan, RequestOptions, plan};
 use crate::state::HostState;
 
@@ -138,6 +141,8 @@ impl Host {
 
     async fn decide(&self, external_id: &str, tool_use_id: &str, decision: Decision) -> Result<(), Error> {
         if self.inner.store.decide(external_id, tool_use_id, &decision).await? {
+            // Answered: a worker may resume the conversation now.
+            self.inner.signals.work_arrived();
             Ok(())
         } else {
             Err(Error::not_found("approval", format!("{external_id}/{tool_use_id}")))
@@ -197,6 +202,10 @@ impl Host {
         &self.inner.attachments
     }
 
+    pub(crate) fn signals(&self) -> &Signals {
+        &self.inner.signals
+    }
+
     pub(crate) fn busy_policy(&self) -> BusyPolicy {
         self.inner.busy
     }
@@ -229,6 +238,26 @@ impl Host {
         .await
     }
 
+    /// Holds `lease`, which a claim took for this host at `asked`, if no task of this host is driving its
+    /// conversation (else the lease is given back and `None` returned).
+    pub(crate) async fn adopt(&self, lease: Lease, asked: Instant) -> Option<HeldLease> {
+        let inner = &self.inner;
+        match inner.locks.try_lock(&lease.external_id) {
+            Some(local) => Some(HeldLease::adopt(Arc::clone(&inner.store), lease, inner.lease_ttl, asked, local)),
+            None => {
+                if let Err(error) = inner.store.release(&lease).await {
+                    tracing::warn!(external_id = %lease.external_id, %error, "could not give a claim back");
+                }
+                None
+            }
+        }
+    }
+
+    /// This host's lease time to live.
+    pub(crate) fn lease_ttl(&self) -> std::time::Duration {
+        self.inner.lease_ttl
+    }
+
     async fn request(
         &self,
         external_id: &str,
@@ -237,19 +266,22 @@ impl Host {
         since: Instant,
     ) -> Result<SessionResult, Error> {
         let lease = self.take_lease(external_id, since).await?;
-        let outcome = lease.guard(self.drive(&lease, external_id, request, options)).await;
+        let outcome = lease.guard(self.drive(&lease, external_id, request, options, None)).await;
         lease.release().await;
         outcome
     }
 
     /// One request under `lease`: load, check the model configuration, mark running (storing the configuration),
-    /// run, save what came of it.
+    /// run, save what came of it. With `queued`, the request is that inbox message's: its state moves with the
+    /// request (taken when it starts, posted once the loop host accepted it, answered or failed when it ends),
+    /// each change written with the record.
     pub(crate) async fn drive(
         &self,
         lease: &HeldLease,
         external_id: &str,
         request: Request,
         asked: &RequestOptions,
+        queued: Option<InboxMessage>,
     ) -> Result<SessionResult, Error> {
         let inner = &self.inner;
         let store = &inner.store;
@@ -290,12 +322,37 @@ impl Host {
         }
         record.model_config = models.stored;
         record.status = ConversationStatus::Running;
-        record.requests = record.requests.saturating_add(1);
-        store.save(&record, &lease.lease()).await?;
+        let mut queued = queued;
+        let posting = match &mut queued {
+            Some(message) => {
+                message.attempts = message.attempts.saturating_add(1);
+                let delivers = matches!(request, Request::Message { .. });
+                if delivers {
+                    message.state = MessageState::Taken;
+                }
+                inbox_of(&**store)?.update(message, Some(&record), &lease.lease()).await?;
+                delivers.then(|| Posting::new(Arc::clone(store), lease.lease(), message.clone()))
+            }
+            None => {
+                store.save(&record, &lease.lease()).await?;
+                None
+            }
+        };
 
-        let opened = Opened { inner: provider, store, lease: lease.lease(), record: Mutex::new(record) };
+        let opened = Opened {
+            inner: provider,
+            store,
+            lease: lease.lease(),
+            record: Mutex::new(record),
+            posting: posting.clone(),
+        };
         let outcome = Session::run(&opened, Arc::clone(&inner.handler), options).await;
         let mut record = opened.into_record();
+        if let (Some(message), Some(posting)) = (&mut queued, &posting)
+            && posting.is_posted()
+        {
+            message.state = MessageState::Posted;
+        }
         // What a request leaves behind: its session id, and (client-held conversations) its transcript — unless
         // it failed: a failed request's transcript may end in calls it never answered (a turn limit, a guard, a
         // timeout), which the next request would take as waiting. The conversation goes on from the last request
@@ -311,6 +368,7 @@ impl Host {
         match &outcome {
             Ok(result) => {
                 keep(&mut record, result, true);
+                record.requests = record.requests.saturating_add(1);
                 // The calls that waited were answered and posted: forget them before the record says so, so a
                 // crash in between never has them posted twice.
                 for tool_use in &waiting {
@@ -327,8 +385,9 @@ impl Host {
                         // Never leave the record saying `Running` for a request that is over.
                         record.status = ConversationStatus::Failed;
                         record.last_error = Some(error.to_string());
-                        store.save(&record, &lease.lease()).await?;
-                        return Err(error);
+                        let failed = Err(error);
+                        self.finish(&record, queued, &failed, lease).await?;
+                        return failed;
                     }
                 }
                 record.status = ConversationStatus::AwaitingApproval;
@@ -345,8 +404,31 @@ impl Host {
                 record.last_error = Some(error.to_string());
             }
         }
-        store.save(&record, &lease.lease()).await?;
+        self.finish(&record, queued, &outcome, lease).await?;
         outcome
+    }
+
+    /// Saves what a request left behind: the record, and — in the same write — its inbox message, answered,
+    /// failed, or (waiting for approvals) as far as it got.
+    async fn finish(
+        &self,
+        record: &Conversation,
+        queued: Option<InboxMessage>,
+        outcome: &Result<SessionResult, Error>,
+        lease: &HeldLease,
+    ) -> Result<(), Error> {
+        let store = &self.inner.store;
+        let Some(mut message) = queued else { return store.save(record, &lease.lease()).await };
+        match outcome {
+            Ok(result) => message.answer(Some(result)),
+            Err(Error::ApprovalRequired { .. }) => {}
+            // Resumed, and the loop host had nothing left: it answered the message before its worker died.
+            Err(Error::NothingToResume) => message.answer(None),
+            Err(error) => message.fail(error.to_string()),
+        }
+        inbox_of(&**store)?.update(&message, Some(record), &lease.lease()).await?;
+        self.inner.signals.message_changed();
+        Ok(())
     }
 
     /// The stored approvals whose calls still wait for an answer. An approval whose answer is in the ledger was
@@ -451,4 +533,15 @@ impl Host {
 
 fn not_found(external_id: &str) -> Error {
     Error::not_found("conversation", external_id)
+}
+
+/// The inbox of `store`, or [`Error::Unsupported`] when it has none.
+pub(crate) fn inbox_of(store: &dyn SessionStore) -> Result<&dyn Inbox, Error> {
+    store.inbox().ok_or_else(|| {
+        Error::invalid_option(
+            "store",
+            "has no inbox (SessionStore::inbox): managed-agents-store's SQLite and PostgreSQL stores and \
+             MemorySessionStore have one",
+        )
+    })
 }

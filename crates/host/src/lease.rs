@@ -95,6 +95,27 @@ impl LeaseRequest<'_> {
     }
 }
 
+impl Locks {
+    /// This process's lock on `external_id`, if no task of this host holds it.
+    pub(crate) fn try_lock(&self, external_id: &str) -> Option<OwnedMutexGuard<()>> {
+        self.lock_for(external_id).try_lock_owned().ok()
+    }
+}
+
+impl HeldLease {
+    /// Holds (and starts renewing) `lease`, which a claim took for this host at `asked`, under this process's
+    /// lock on its conversation.
+    pub(crate) fn adopt(
+        store: Arc<dyn SessionStore>,
+        lease: Lease,
+        ttl: Duration,
+        asked: Instant,
+        local: OwnedMutexGuard<()>,
+    ) -> Self {
+        Self::start(store, lease, ttl, asked, local)
+    }
+}
+
 fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86_400 * 365)
 }

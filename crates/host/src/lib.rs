@@ -142,11 +142,18 @@ mod lease;
 mod live;
 mod opened;
 mod permission;
+mod posting;
+mod queue;
 mod request;
 mod settings;
 mod state;
+mod worker;
 
 pub use host::Host;
 pub use lease::{BusyPolicy, DEFAULT_BUSY_WAIT};
 pub use request::RequestOptions;
 pub use settings::{DEFAULT_LEASE_TTL, HostBuilder, MAX_LEASE_TTL, MIN_LEASE_TTL, default_holder};
+pub use worker::{
+    DEFAULT_CONCURRENCY, DEFAULT_IDLE_POLL, DEFAULT_MAX_ATTEMPTS, DEFAULT_SHUTDOWN_DEADLINE, MAX_CONCURRENCY, Worker,
+    WorkerSettings, WorkerStats,
+};

@@ -140,7 +140,7 @@ impl Host {
             Ok(lease) => lease,
             Err(error) => return (None, Err(error)),
         };
-        let outcome = lease.guard(self.drive(&lease, external_id, Request::Message { text }, options)).await;
+        let outcome = lease.guard(self.drive(&lease, external_id, Request::Message { text }, options, None)).await;
         let result = match outcome {
             Ok(result) => result,
             Err(error) => {

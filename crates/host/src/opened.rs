@@ -1,6 +1,7 @@
 //! The provider as a host runs it: the same provider, except that the session id of a connection it opens is
 //! saved in the conversation's record at once, before anything is sent — so a worker that dies mid-request
-//! leaves behind the id the next worker reattaches to.
+//! leaves behind the id the next worker reattaches to — and that a request delivering an inbox message marks it
+//! posted once the loop host took it ([`Posting`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -12,12 +13,16 @@ use managed_agents_core::{
 };
 use serde_json::Value;
 
+use crate::posting::Posting;
+
 /// `inner`, saving each opened session's id into `record` (under `lease`).
 pub(crate) struct Opened<'a> {
     pub(crate) inner: &'a dyn Provider,
     pub(crate) store: &'a Arc<dyn SessionStore>,
     pub(crate) lease: Lease,
     pub(crate) record: Mutex<Conversation>,
+    /// The inbox message the request delivers, if it delivers one.
+    pub(crate) posting: Option<Posting>,
 }
 
 impl Opened<'_> {
@@ -64,7 +69,10 @@ impl Provider for Opened<'_> {
         if let Some(record) = changed {
             self.store.save(&record, &self.lease).await?;
         }
-        Ok(connection)
+        Ok(match &self.posting {
+            Some(posting) => posting.wrap(connection),
+            None => connection,
+        })
     }
 
     fn normalize(&self, events: &[Event]) -> TurnResult {

@@ -167,6 +167,7 @@ impl HostBuilder {
             keep_attached: self.keep_attached,
             locks: Locks::default(),
             attachments: Default::default(),
+            signals: Default::default(),
         }))
     }
 }

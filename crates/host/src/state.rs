@@ -11,6 +11,7 @@ use managed_agents_core::{AgentHandle, Handler, Provider, SessionOptions};
 
 use crate::attachments::Attachments;
 use crate::lease::{BusyPolicy, Locks};
+use crate::queue::Signals;
 
 /// A host's settings and this process's bookkeeping, behind the `Arc` every clone of the host holds.
 pub(crate) struct HostState {
@@ -26,4 +27,5 @@ pub(crate) struct HostState {
     pub(crate) keep_attached: Option<Duration>,
     pub(crate) locks: Locks,
     pub(crate) attachments: Attachments,
+    pub(crate) signals: Signals,
 }

@@ -45,7 +45,9 @@ static UPDATE_MESSAGE: Sql = sql!(
 );
 /// Takes the leases of up to `$3` conversations with work waiting for holder `$1` for `$2` ms (see
 /// [`Inbox::claim`]): a message not yet final, a record left running, or approvals all answered; never one that
-/// waits for an unanswered approval, never one whose lease is held.
+/// waits for an unanswered approval, never one whose lease is held. Conversations to recover or resume come
+/// first, then by their oldest message not yet final (message ids follow the commit order, so this is first come,
+/// first served across conversations).
 static CLAIM: Sql = sql!(
     "UPDATE conversation_leases SET holder = $1, token = token + 1, expires_at_ms = " NOW " + $2 "
     "WHERE external_id IN (SELECT l.external_id FROM conversation_leases l "
@@ -58,9 +60,9 @@ static CLAIM: Sql = sql!(
     ") OR EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = l.external_id AND (c.status = 'running' "
     "OR (c.status = 'awaiting_approval' AND EXISTS "
     "(SELECT 1 FROM conversation_approvals a WHERE a.external_id = c.external_id))))) "
-    "ORDER BY COALESCE((SELECT MIN(m.enqueued_at_ms) FROM inbox_messages m WHERE m.external_id = l.external_id "
-    "AND m.state IN ('pending', 'taken', 'posted')), "
-    "(SELECT c.updated_at_ms FROM conversations c WHERE c.external_id = l.external_id), 0), l.external_id "
+    "ORDER BY CASE WHEN EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = l.external_id "
+    "AND c.status IN ('running', 'awaiting_approval')) THEN 0 ELSE (SELECT MIN(m.id) FROM inbox_messages m "
+    "WHERE m.external_id = l.external_id AND m.state IN ('pending', 'taken', 'posted')) END, l.external_id "
     "LIMIT $3" SKIP_LOCKED ") "
     "RETURNING external_id, token, expires_at_ms"
 );

@@ -57,11 +57,26 @@ pub struct Place {
     pub kind: Kind,
     memory: MemorySessionStore,
     pub dir: tempfile::TempDir,
+    /// On PostgreSQL, a schema of this place's own (else the database's default schema, shared with every test).
+    schema: Option<String>,
 }
 
 impl Place {
     pub fn new(kind: Kind) -> Self {
-        Self { kind, memory: MemorySessionStore::new(), dir: tempfile::tempdir().expect("a temporary directory") }
+        Self {
+            kind,
+            memory: MemorySessionStore::new(),
+            dir: tempfile::tempdir().expect("a temporary directory"),
+            schema: None,
+        }
+    }
+
+    /// A place no other test sees: on PostgreSQL, a schema of its own (left in the throwaway test database).
+    /// Workers need one: a claim takes whatever conversation of the store is ready, whoever enqueued it.
+    pub fn isolated(kind: Kind) -> Self {
+        let schema =
+            (kind == Kind::Postgres).then(|| format!("host_test_{}_{:08x}", std::process::id(), fastrand::u32(..)));
+        Self { schema, ..Self::new(kind) }
     }
 
     /// The SQLite file of this place.
@@ -74,7 +89,10 @@ impl Place {
         match self.kind {
             Kind::Memory => Arc::new(self.memory.clone()),
             Kind::Sqlite => open_sqlite(&self.sqlite_path()).await,
-            Kind::Postgres => open_postgres().await,
+            Kind::Postgres => match &self.schema {
+                None => open_postgres().await,
+                Some(schema) => open_postgres_schema(schema).await,
+            },
         }
     }
 }
@@ -88,6 +106,13 @@ pub async fn open_sqlite(path: &std::path::Path) -> Arc<dyn SessionStore> {
 pub async fn open_postgres() -> Arc<dyn SessionStore> {
     let url = std::env::var(POSTGRES_URL_ENV).expect("the PostgreSQL URL");
     Arc::new(managed_agents_store::PostgresStore::connect(&url).await.expect("connect to PostgreSQL"))
+}
+
+/// The PostgreSQL store at [`POSTGRES_URL_ENV`] in `schema`, connected anew.
+pub async fn open_postgres_schema(schema: &str) -> Arc<dyn SessionStore> {
+    let url = std::env::var(POSTGRES_URL_ENV).expect("the PostgreSQL URL");
+    let options = managed_agents_store::PostgresOptions::new().schema(schema);
+    Arc::new(managed_agents_store::PostgresStore::connect_with(&url, options).await.expect("connect to PostgreSQL"))
 }
 
 /// An external id no other test (or earlier run on a shared database) uses.
@@ -207,6 +232,9 @@ impl SessionStore for Tapped {
     async fn remove_approval(&self, external_id: &str, tool_use_id: &str) -> Result<(), Error> {
         self.inner.remove_approval(external_id, tool_use_id).await
     }
+    fn inbox(&self) -> Option<&dyn managed_agents_core::inbox::Inbox> {
+        self.inner.inbox()
+    }
 }
 
 /// A runtime for one test.
@@ -224,14 +252,21 @@ pub async fn claude(
     managed_agents_core::AgentHandle,
 ) {
     let emulator = managed_agents_claude::emulator::ClaudeEmulator::start(script).await.expect("the emulator starts");
+    let (provider, agent) = claude_provider(&emulator);
+    (emulator, provider, agent)
+}
+
+/// A Claude provider pointed at `emulator`, and the agent (with its environment) seeded in it.
+pub fn claude_provider(
+    emulator: &managed_agents_claude::emulator::ClaudeEmulator,
+) -> (Arc<dyn managed_agents_core::Provider>, managed_agents_core::AgentHandle) {
     let provider = managed_agents_claude::ClaudeManagedAgents::builder()
         .base_url(emulator.base_url())
         .api_key("test-key")
         .build()
         .expect("provider");
     let (agent_id, environment_id) = emulator.seed_agent();
-    let agent = managed_agents_core::AgentHandle { agent_id, environment_id: Some(environment_id) };
-    (emulator, Arc::new(provider), agent)
+    (Arc::new(provider), managed_agents_core::AgentHandle { agent_id, environment_id: Some(environment_id) })
 }
 
 /// The chat-completions emulator playing `script`, and a Local provider (no tools) pointed at it: a provider
@@ -262,6 +297,14 @@ macro_rules! store_tests {
 /// Runs each of `tests` on every store, as `<store>::<name>`; a store that is not available here (PostgreSQL
 /// without `MANAGED_AGENTS_POSTGRES_URL`) reports its tests as ignored, with the reason.
 pub fn run_on_every_store(tests: &'static [(&'static str, Test)]) -> std::process::ExitCode {
+    run_on_every_store_in(tests, Place::new)
+}
+
+/// [`run_on_every_store`], each test in a place from `place`.
+pub fn run_on_every_store_in(
+    tests: &'static [(&'static str, Test)],
+    place: fn(Kind) -> Place,
+) -> std::process::ExitCode {
     use libtest_mimic::{Arguments, Completion, Trial};
     let mut trials = Vec::new();
     for kind in [Kind::Memory, Kind::Sqlite, Kind::Postgres] {
@@ -271,7 +314,7 @@ pub fn run_on_every_store(tests: &'static [(&'static str, Test)]) -> std::proces
                 if let Some(reason) = kind.unavailable() {
                     return Ok(Completion::ignored_with(reason));
                 }
-                runtime().block_on(test(Place::new(kind)));
+                runtime().block_on(test(place(kind)));
                 Ok(Completion::Completed)
             }));
         }
