@@ -456,6 +456,15 @@ pub trait Provider: Send + Sync {
         let _ = handle;
         Err(Error::unsupported("teardown", self.name()))
     }
+
+    /// The text of each user message the loop host holds for session `session_id`, oldest first, reached with
+    /// the run's `model_config` (its credential and destination); `None` when the loop host cannot list them
+    /// (the default). A host recovering a message whose post may or may not have arrived — its worker died
+    /// during the post — reads them to tell, instead of posting the message a second time.
+    async fn user_messages(&self, session_id: &str, model_config: &ModelConfig) -> Result<Option<Vec<String>>, Error> {
+        let _ = (session_id, model_config);
+        Ok(None)
+    }
 }
 
 macro_rules! forward_provider {
@@ -501,6 +510,13 @@ macro_rules! forward_provider {
             }
             async fn teardown(&self, handle: &AgentHandle) -> Result<(), Error> {
                 (**self).teardown(handle).await
+            }
+            async fn user_messages(
+                &self,
+                session_id: &str,
+                model_config: &ModelConfig,
+            ) -> Result<Option<Vec<String>>, Error> {
+                (**self).user_messages(session_id, model_config).await
             }
         }
     )*};

@@ -168,7 +168,16 @@ impl Host {
         let store = self.store();
         let inbox = inbox_of(&**store)?;
         let record = store.load(external_id).await?;
-        let head = inbox.messages(external_id).await?.into_iter().find(|message| !message.state.is_final());
+        let messages = inbox.messages(external_id).await?;
+        let mut head = messages.iter().find(|message| !message.state.is_final()).cloned();
+        if let (Some(message), Some(record)) = (&mut head, &record)
+            && message.state == MessageState::Taken
+            && self.arrived(record, message, &messages).await?
+        {
+            // Its worker died after the post went through, before it could say so: it is posted.
+            message.state = MessageState::Posted;
+            inbox.update(message, None, &lease.lease()).await?;
+        }
         let work = self.work_for(record.as_ref(), head);
         let awaiting = record.as_ref().is_some_and(|record| record.status == ConversationStatus::AwaitingApproval);
         recovery.store(
@@ -236,6 +245,34 @@ impl Host {
                 Processed::Failed
             }
         })
+    }
+
+    /// Whether `message`, taken by a worker that died before the loop host's answer, reached the loop host
+    /// anyway: the session's last user message is its text, and the session holds that text more often than the
+    /// conversation's earlier answered messages do. `false` when the provider cannot list its user messages
+    /// ([`Provider::user_messages`]) — the message is then posted again (at least once) — and for client-held
+    /// conversations, whose transcript is saved with the answer.
+    ///
+    /// [`Provider::user_messages`]: managed_agents_core::Provider::user_messages
+    async fn arrived(
+        &self,
+        record: &Conversation,
+        message: &InboxMessage,
+        messages: &[InboxMessage],
+    ) -> Result<bool, Error> {
+        let provider = self.provider();
+        let Some(session_id) = &record.session_id else { return Ok(false) };
+        if provider.capabilities().transcript {
+            return Ok(false);
+        }
+        let run = self.model_plan(record, &RequestOptions::new()).map(|models| models.run).unwrap_or_default();
+        let Some(held) = provider.user_messages(session_id, &run).await? else { return Ok(false) };
+        let same = |text: &String| *text == message.text;
+        let answered_before = messages
+            .iter()
+            .filter(|earlier| earlier.id < message.id && earlier.state == MessageState::Answered && same(&earlier.text))
+            .count();
+        Ok(held.last().is_some_and(same) && held.iter().filter(|text| same(text)).count() > answered_before)
     }
 
     /// Which request a claimed conversation needs, from its record and its oldest message not yet final

@@ -79,6 +79,11 @@ impl Place {
         Self { schema, ..Self::new(kind) }
     }
 
+    /// This place's own PostgreSQL schema, if it has one ([`Place::isolated`]).
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
     /// The SQLite file of this place.
     pub fn sqlite_path(&self) -> PathBuf {
         self.dir.path().join("host.sqlite3")

@@ -198,6 +198,12 @@ impl Provider for ClaudeManagedAgents {
         thread_events::thread_update(event)
     }
 
+    /// The session's `user.message` events, from its listed history (every page).
+    async fn user_messages(&self, session_id: &str, model_config: &ModelConfig) -> Result<Option<Vec<String>>, Error> {
+        let client = run_client(&self.client, model_config)?;
+        Ok(Some(events::user_message_texts(&client.list_all_events(session_id).await?)))
+    }
+
     fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
         events::pending_tool_uses(events)
     }

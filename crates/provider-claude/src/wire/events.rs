@@ -30,6 +30,23 @@ pub fn user_message(text: &str) -> Value {
     json!({"type": "user.message", "content": [{"type": "text", "text": text}]})
 }
 
+/// The text of each `user.message` among a session's `events` (its text blocks joined), oldest first.
+pub fn user_message_texts(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|event| event["type"] == "user.message")
+        .map(|event| {
+            event["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|block| block["type"] == "text")
+                .filter_map(|block| block["text"].as_str())
+                .collect::<String>()
+        })
+        .collect()
+}
+
 /// `user.custom_tool_result` answering `result.tool_use_id` (no `content` for an empty text: empty text blocks
 /// are rejected).
 pub fn custom_tool_result(result: &ToolResult) -> Value {
@@ -284,6 +301,19 @@ pub fn unanswered_tool_uses(history: &[Event]) -> Vec<ToolUse> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_message_texts_joins_each_messages_text_blocks_and_skips_other_events() {
+        let events = [
+            user_message("first"),
+            json!({"type": "agent.message", "content": [{"type": "text", "text": "not a user's"}]}),
+            json!({"type": "user.message", "content": [
+                {"type": "text", "text": "two "}, {"type": "image", "source": {}}, {"type": "text", "text": "parts"}
+            ]}),
+            json!({"type": "user.message"}),
+        ];
+        assert_eq!(user_message_texts(&events), ["first", "two parts", ""]);
+    }
 
     fn event(value: Value) -> Event {
         Event::from_value(value).unwrap()

@@ -1,0 +1,245 @@
+//! A small fleet, as a team runs it: three worker processes share one store (SQLite, then PostgreSQL) and drain
+//! 50 conversations of 3 messages each against the Claude Managed Agents emulator (in this process), while a
+//! worker is killed with SIGKILL every second and started again.
+//!
+//! Checked from the emulator's log and the store: every message answered, once, in order; every tool result
+//! posted exactly once; a tool run again only after a kill (re-runs are counted and reported, never more than
+//! the kills); no conversation left running.
+//!
+//! This binary is also the worker: run with `MANAGED_AGENTS_FLEET_ROLE=worker` it drains the store until killed.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Completion, Trial};
+use managed_agents_claude::ClaudeManagedAgents;
+use managed_agents_claude::emulator::ClaudeEmulator;
+use managed_agents_conformance::{Script, ScriptTurn, Scripts};
+use managed_agents_core::conversation::{ConversationFilter, ConversationStatus};
+use managed_agents_core::inbox::MessageState;
+use managed_agents_core::{AgentHandle, tool_fn};
+use managed_agents_host::{Host, Worker, WorkerSettings};
+use serde_json::json;
+use support::{Kind, Place};
+
+const ROLE_ENV: &str = "MANAGED_AGENTS_FLEET_ROLE";
+const STORE_ENV: &str = "MANAGED_AGENTS_FLEET_STORE";
+const SQLITE_ENV: &str = "MANAGED_AGENTS_FLEET_SQLITE";
+const SCHEMA_ENV: &str = "MANAGED_AGENTS_FLEET_SCHEMA";
+const RUNS_ENV: &str = "MANAGED_AGENTS_FLEET_RUNS";
+const URL_ENV: &str = "MANAGED_AGENTS_FLEET_BASE_URL";
+const AGENT_ENV: &str = "MANAGED_AGENTS_FLEET_AGENT";
+const ENVIRONMENT_ENV: &str = "MANAGED_AGENTS_FLEET_ENVIRONMENT";
+
+const WORKERS: usize = 3;
+const CONVERSATIONS: usize = 50;
+const MESSAGES: usize = 3;
+/// A dead worker's conversations wait about this long for its leases to end.
+const LEASE_TTL: Duration = Duration::from_millis(1000);
+const KILL_EVERY: Duration = Duration::from_secs(1);
+/// The whole run's bound (it takes seconds).
+const PATIENCE: Duration = Duration::from_secs(240);
+
+fn main() -> std::process::ExitCode {
+    if std::env::var(ROLE_ENV).as_deref() == Ok("worker") {
+        worker();
+        return std::process::ExitCode::SUCCESS;
+    }
+    let trials = [Kind::Sqlite, Kind::Postgres]
+        .into_iter()
+        .map(|kind| {
+            Trial::ignorable_test(format!("{}::a_fleet_with_a_worker_killed_every_second", kind.label()), move || {
+                if let Some(reason) = kind.unavailable() {
+                    return Ok(Completion::ignored_with(reason));
+                }
+                support::runtime().block_on(fleet(Place::isolated(kind)));
+                Ok(Completion::Completed)
+            })
+        })
+        .collect();
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+}
+
+/// The tool-call id of message `n` (1-based) of the emulator's session `session`.
+fn call_id(session: &str, n: usize) -> String {
+    format!("toolu_{session}_{n}")
+}
+
+/// Each session: per message, a tool call, then an answer naming the message.
+fn scripts() -> Scripts {
+    Scripts::per_session(|context| {
+        (1..=MESSAGES).fold(Script::new(), |script, n| {
+            script
+                .turn(ScriptTurn::tool_call(call_id(context.session_id, n), "work", json!({"n": n})))
+                .turn(ScriptTurn::text(format!("answer {n}")))
+        })
+    })
+}
+
+struct Fleet {
+    place: Place,
+    runs: PathBuf,
+    base_url: String,
+    agent: AgentHandle,
+}
+
+impl Fleet {
+    fn spawn(&self) -> Child {
+        let exe = std::env::current_exe().expect("this test binary");
+        let mut command = Command::new(exe);
+        command
+            .env(ROLE_ENV, "worker")
+            .env(STORE_ENV, self.place.kind.label())
+            .env(SQLITE_ENV, self.place.sqlite_path())
+            .env(SCHEMA_ENV, self.place.schema().unwrap_or_default())
+            .env(RUNS_ENV, &self.runs)
+            .env(URL_ENV, &self.base_url)
+            .env(AGENT_ENV, &self.agent.agent_id)
+            .env(ENVIRONMENT_ENV, self.agent.environment_id.as_deref().unwrap_or_default())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        command.spawn().expect("spawn a worker")
+    }
+}
+
+async fn fleet(place: Place) {
+    let emulator = ClaudeEmulator::start(scripts()).await.expect("the emulator starts");
+    let (provider, agent) = support::claude_provider(&emulator);
+    let runs = place.dir.path().join("tool-runs");
+    let fleet = Fleet { base_url: emulator.base_url(), agent: agent.clone(), runs, place };
+    let store = fleet.place.open().await;
+    let web = Host::builder(provider, Arc::clone(&store), managed_agents_core::NoTools).agent(agent).build().unwrap();
+
+    // The web side enqueues everything up front, three messages per conversation.
+    let ids: Vec<String> = (0..CONVERSATIONS).map(|n| format!("fleet-{n:02}")).collect();
+    let mut queued = Vec::new();
+    for n in 1..=MESSAGES {
+        for id in &ids {
+            queued.push(web.enqueue(id, format!("{id} message {n}")).await.expect("enqueue"));
+        }
+    }
+
+    let mut workers: Vec<Child> = (0..WORKERS).map(|_| fleet.spawn()).collect();
+    let started = Instant::now();
+    let mut kills = 0usize;
+    let mut next_kill = Instant::now() + KILL_EVERY;
+    loop {
+        let stats = web.inbox_stats().await.expect("stats");
+        if stats.pending == 0 && stats.in_flight == 0 {
+            break;
+        }
+        assert!(started.elapsed() < PATIENCE, "the fleet did not drain the inbox in {PATIENCE:?}: {stats:?}");
+        if Instant::now() >= next_kill {
+            let victim = fastrand::usize(..WORKERS);
+            workers[victim].kill().expect("SIGKILL a worker");
+            workers[victim].wait().expect("reap it");
+            workers[victim] = fleet.spawn();
+            kills += 1;
+            next_kill += KILL_EVERY;
+        }
+        // Reading the store again, as a dashboard would; not a wait for the outcome.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let elapsed = started.elapsed();
+    for mut worker in workers {
+        worker.kill().expect("stop a worker");
+        worker.wait().expect("reap it");
+    }
+
+    // Every message answered, with its own answer.
+    let mut failed = Vec::new();
+    for message in &queued {
+        let done = web.message(message.id).await.expect("message").expect("stored");
+        if done.state != MessageState::Answered {
+            failed.push(format!("{}: {:?} {:?}", done.text, done.state, done.error));
+        }
+    }
+    assert!(failed.is_empty(), "messages not answered: {failed:#?}");
+
+    // In order, once each, per conversation (from the emulator's requests).
+    let mut delivered: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for request in emulator.requests() {
+        let Some(session) = request.path.strip_prefix("/v1/sessions/").and_then(|rest| rest.strip_suffix("/events"))
+        else {
+            continue;
+        };
+        if request.method != "POST" {
+            continue;
+        }
+        for event in request.body["events"].as_array().into_iter().flatten() {
+            if event["type"] == "user.message" {
+                for block in event["content"].as_array().into_iter().flatten() {
+                    if let Some(text) = block["text"].as_str() {
+                        delivered.entry(session.to_string()).or_default().push(text.to_string());
+                    }
+                }
+            }
+        }
+    }
+    let mut by_conversation: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for texts in delivered.values() {
+        let conversation = texts[0].split(' ').next().expect("an id").to_string();
+        by_conversation.entry(conversation).or_default().extend(texts.iter().cloned());
+    }
+    for id in &ids {
+        let expected: Vec<String> = (1..=MESSAGES).map(|n| format!("{id} message {n}")).collect();
+        assert_eq!(by_conversation.get(id), Some(&expected), "{id}: each message once, in order");
+    }
+    assert_eq!(delivered.len(), CONVERSATIONS, "one loop-host session per conversation: {:?}", delivered.keys());
+
+    // Every tool result posted exactly once; a tool re-run only after a kill.
+    let posted = emulator.log().tool_results();
+    let unique: BTreeSet<&str> = posted.iter().map(|result| result.tool_use_id.as_str()).collect();
+    assert_eq!((posted.len(), unique.len()), (CONVERSATIONS * MESSAGES, CONVERSATIONS * MESSAGES), "posted once");
+    let runs = std::fs::read_to_string(&fleet.runs).unwrap_or_default().lines().count();
+    let reruns = runs.saturating_sub(CONVERSATIONS * MESSAGES);
+    assert!(reruns <= kills, "{reruns} tool re-runs with only {kills} kills");
+
+    let running = web.list(&ConversationFilter::new().status(ConversationStatus::Running)).await.expect("list");
+    assert!(running.is_empty(), "left running: {running:?}");
+    eprintln!(
+        "fleet ({}): {} messages in {elapsed:.1?} with {kills} workers killed; {reruns} tool re-runs",
+        fleet.place.kind.label(),
+        queued.len()
+    );
+}
+
+/// The worker side: drains the store until killed.
+fn worker() {
+    let runtime = support::runtime();
+    runtime.block_on(async {
+        let store = match std::env::var(STORE_ENV).expect("store").as_str() {
+            "sqlite" => support::open_sqlite(Path::new(&std::env::var(SQLITE_ENV).expect("path"))).await,
+            _ => support::open_postgres_schema(&std::env::var(SCHEMA_ENV).expect("schema")).await,
+        };
+        let provider = ClaudeManagedAgents::builder()
+            .base_url(std::env::var(URL_ENV).expect("base url"))
+            .api_key("test-key")
+            .build()
+            .expect("provider");
+        let agent = AgentHandle {
+            agent_id: std::env::var(AGENT_ENV).expect("agent"),
+            environment_id: Some(std::env::var(ENVIRONMENT_ENV).expect("environment")),
+        };
+        let runs = PathBuf::from(std::env::var(RUNS_ENV).expect("runs file"));
+        let handler = tool_fn(move |_, input| {
+            let runs = runs.clone();
+            async move {
+                use std::io::Write;
+                let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&runs)?;
+                writeln!(file, "{}", input["n"])?;
+                Ok(format!("work {} done", input["n"]))
+            }
+        });
+        let host =
+            Host::builder(Arc::new(provider), store, handler).agent(agent).lease_ttl(LEASE_TTL).build().expect("host");
+        let worker = Worker::new(host, WorkerSettings::new().idle_poll(Duration::from_millis(50))).expect("worker");
+        worker.run_until(std::future::pending()).await;
+    });
+}
