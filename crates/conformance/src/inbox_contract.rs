@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use managed_agents_core::approval::{ApprovalRequest, Decision};
-use managed_agents_core::conversation::{Conversation, ConversationStatus, Lease, SessionStore};
+use managed_agents_core::conversation::{Conversation, ConversationFilter, ConversationStatus, Lease, SessionStore};
 use managed_agents_core::inbox::{Inbox, InboxMessage, MessageState};
 use managed_agents_core::{Error, SessionInfo, SessionResult, Terminal, TerminalReason, ToolUse};
 use serde_json::{Map, json};
@@ -38,6 +38,9 @@ pub const ALL: &[&str] = &[
     "concurrent_claimers_divide_the_work",
     "stats_count_each_state",
     "purge_removes_the_messages",
+    "a_wake_makes_a_conversation_ready_once",
+    "deliveries_are_recognised_once",
+    "conversations_are_found_by_session",
 ];
 
 /// Runs the check called `name` on `store` (which must be empty and have an inbox); `false` when there is no
@@ -55,6 +58,9 @@ pub async fn run<S: SessionStore + 'static>(name: &str, store: Arc<S>) -> bool {
         "concurrent_claimers_divide_the_work" => concurrent_claimers_divide_the_work(store).await,
         "stats_count_each_state" => stats_count_each_state(&*store).await,
         "purge_removes_the_messages" => purge_removes_the_messages(&*store).await,
+        "a_wake_makes_a_conversation_ready_once" => a_wake_makes_a_conversation_ready_once(&*store).await,
+        "deliveries_are_recognised_once" => deliveries_are_recognised_once(&*store).await,
+        "conversations_are_found_by_session" => conversations_are_found_by_session(&*store).await,
         _ => return false,
     }
     true
@@ -314,4 +320,43 @@ pub async fn purge_removes_the_messages<S: SessionStore + ?Sized>(store: &S) {
     assert!(inbox.message(message.id).await.expect("message").is_none());
     assert!(inbox.messages("c1").await.expect("messages").is_empty());
     assert!(inbox.message(kept.id).await.expect("message").is_some(), "other conversations keep theirs");
+}
+
+/// A woken conversation is claimed (first, with no message waiting) once; waking one that does not exist says
+/// so; a wake waits while the conversation's lease is held.
+pub async fn a_wake_makes_a_conversation_ready_once<S: SessionStore + ?Sized>(store: &S) {
+    let inbox = inbox_of(store);
+    assert!(!inbox.wake("nobody").await.expect("wake"), "no such conversation");
+    let lease = store.acquire("parked", "worker-a", LONG).await.expect("acquire").expect("free");
+    store.save(&Conversation::new("parked", "claude"), &lease).await.expect("save");
+    enqueue(inbox, "busy", "hello").await;
+    assert!(inbox.wake("parked").await.expect("wake"));
+    assert_eq!(ids(&claimed(inbox, "worker-b", 10).await), set(&["busy"]), "held: the wake waits");
+    store.release(&lease).await.expect("release");
+    let woken = claimed(inbox, "worker-b", 10).await;
+    assert_eq!(ids(&woken), set(&["parked"]));
+    store.release(&woken[0]).await.expect("release");
+    assert!(claimed(inbox, "worker-b", 10).await.is_empty(), "a wake is used up by its claim");
+}
+
+/// A delivery id is new once.
+pub async fn deliveries_are_recognised_once<S: SessionStore + ?Sized>(store: &S) {
+    let inbox = inbox_of(store);
+    assert!(inbox.first_delivery("msg_1").await.expect("first_delivery"));
+    assert!(!inbox.first_delivery("msg_1").await.expect("first_delivery"), "a replay");
+    assert!(inbox.first_delivery("msg_2").await.expect("first_delivery"));
+}
+
+/// [`ConversationFilter::session_id`](managed_agents_core::conversation::ConversationFilter::session_id) finds
+/// the conversation of a provider-side session (what a webhook names).
+pub async fn conversations_are_found_by_session<S: SessionStore + ?Sized>(store: &S) {
+    for (external_id, session_id) in [("c1", Some("sesn_1")), ("c2", Some("sesn_2")), ("c3", None)] {
+        let lease = store.acquire(external_id, "worker-a", LONG).await.expect("acquire").expect("free");
+        let mut record = Conversation::new(external_id, "claude");
+        record.session_id = session_id.map(str::to_string);
+        store.save(&record, &lease).await.expect("save");
+    }
+    let found = store.list(&ConversationFilter::new().session_id("sesn_2")).await.expect("list");
+    assert_eq!(found.iter().map(|record| record.external_id.as_str()).collect::<Vec<_>>(), ["c2"]);
+    assert!(store.list(&ConversationFilter::new().session_id("sesn_9")).await.expect("list").is_empty());
 }

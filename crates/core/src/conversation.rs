@@ -144,6 +144,8 @@ pub struct ConversationFilter {
     pub metadata: Map<String, Value>,
     /// Only conversations of this provider.
     pub provider: Option<String>,
+    /// Only the conversation(s) whose provider-side session is this one.
+    pub session_id: Option<String>,
     /// At most this many, oldest first (`None`: all).
     pub limit: Option<usize>,
 }
@@ -172,6 +174,12 @@ impl ConversationFilter {
         self
     }
 
+    /// Only the conversation(s) of provider-side session `session_id`.
+    pub fn session_id(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
     /// At most `limit` conversations.
     pub fn limit(mut self, limit: usize) -> Self {
         self.limit = Some(limit);
@@ -182,6 +190,7 @@ impl ConversationFilter {
     pub fn matches(&self, conversation: &Conversation) -> bool {
         (self.statuses.is_empty() || self.statuses.contains(&conversation.status))
             && self.provider.as_ref().is_none_or(|provider| *provider == conversation.provider)
+            && self.session_id.as_ref().is_none_or(|id| conversation.session_id.as_ref() == Some(id))
             && self.metadata.iter().all(|(key, value)| conversation.metadata.get(key) == Some(value))
     }
 }
@@ -358,6 +367,10 @@ struct MemoryState {
     messages: BTreeMap<i64, InboxMessage>,
     /// The last message id handed out.
     last_message_id: i64,
+    /// Conversations woken from outside (see [`Inbox::wake`]), until claimed.
+    wakes: std::collections::BTreeSet<String>,
+    /// Delivery ids seen (see [`Inbox::first_delivery`]).
+    deliveries: std::collections::HashSet<String>,
 }
 
 impl MemoryState {
@@ -367,7 +380,7 @@ impl MemoryState {
     }
 
     /// Where `external_id` stands in the claim order when it has work a worker can take (see [`Inbox::claim`]):
-    /// 0 for a conversation to recover or resume, else the id of its oldest message not yet final.
+    /// 0 for a conversation to recover, resume or wake, else the id of its oldest message not yet final.
     fn ready_rank(&self, external_id: &str) -> Option<i64> {
         let record = self.conversations.get(external_id);
         let approvals = self.approvals.get(external_id).map(Vec::as_slice).unwrap_or_default();
@@ -377,7 +390,7 @@ impl MemoryState {
         }
         let recovers = record.is_some_and(|record| record.status == ConversationStatus::Running);
         let answered = awaiting && !approvals.is_empty();
-        if recovers || answered {
+        if recovers || answered || self.wakes.contains(external_id) {
             return Some(0);
         }
         self.messages
@@ -451,6 +464,7 @@ impl SessionStore for MemorySessionStore {
         state.leases.remove(external_id);
         state.approvals.remove(external_id);
         state.messages.retain(|_, message| message.external_id != external_id);
+        state.wakes.remove(external_id);
         Ok(state.conversations.remove(external_id).is_some())
     }
 
@@ -607,7 +621,26 @@ impl Inbox for MemorySessionStore {
             .collect();
         ready.sort();
         ready.truncate(limit);
-        Ok(ready.into_iter().map(|(_, external_id)| Self::grant(&mut state, &external_id, holder, ttl, now)).collect())
+        Ok(ready
+            .into_iter()
+            .map(|(_, external_id)| {
+                state.wakes.remove(&external_id);
+                Self::grant(&mut state, &external_id, holder, ttl, now)
+            })
+            .collect())
+    }
+
+    async fn wake(&self, external_id: &str) -> Result<bool, Error> {
+        let mut state = self.state();
+        if !state.conversations.contains_key(external_id) {
+            return Ok(false);
+        }
+        state.wakes.insert(external_id.to_string());
+        Ok(true)
+    }
+
+    async fn first_delivery(&self, delivery_id: &str) -> Result<bool, Error> {
+        Ok(self.state().deliveries.insert(delivery_id.to_string()))
     }
 
     async fn stats(&self) -> Result<InboxStats, Error> {

@@ -194,12 +194,22 @@ pub trait Inbox: Send + Sync {
     ) -> Result<(), Error>;
 
     /// Takes, for `holder` and `ttl`, the leases of up to `limit` conversations with work waiting: a message not
-    /// yet final, a record left `running` (its worker died), or approvals all answered. Those to recover or
-    /// resume come first, then the rest by their oldest message not yet final (first come, first served: a
-    /// conversation with many messages does not keep one with a single message waiting behind it). A conversation whose lease someone holds — `holder` included — is skipped, and so is one
-    /// waiting for an approval nobody answered yet (its messages wait behind it). Concurrent claimers never
-    /// get the same conversation.
+    /// yet final, a record left `running` (its worker died), approvals all answered, or a wake
+    /// ([`Inbox::wake`]). Those to recover, resume or wake come first, then the rest by their oldest message not
+    /// yet final (first come, first served: a conversation with many messages does not keep one with a single
+    /// message waiting behind it). A conversation whose lease someone holds — `holder` included — is skipped, and
+    /// so is one waiting for an approval nobody answered yet (its messages wait behind it). Concurrent claimers
+    /// never get the same conversation.
     async fn claim(&self, holder: &str, ttl: Duration, limit: usize) -> Result<Vec<Lease>, Error>;
+
+    /// Makes conversation `external_id` ready for the next claim even with nothing waiting in the inbox (a
+    /// webhook said its session has work for the client): the claimer resumes it. `false` when there is no such
+    /// conversation. A wake stays until the conversation is claimed.
+    async fn wake(&self, external_id: &str) -> Result<bool, Error>;
+
+    /// Records the id of a delivery from outside (a webhook's `webhook-id`): `true` the first time, `false` for
+    /// one already recorded (a retry or a replay, to be ignored).
+    async fn first_delivery(&self, delivery_id: &str) -> Result<bool, Error>;
 
     /// How much work waits.
     async fn stats(&self) -> Result<InboxStats, Error>;

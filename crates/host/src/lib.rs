@@ -151,6 +151,7 @@ mod worker;
 
 pub use host::Host;
 pub use lease::{BusyPolicy, DEFAULT_BUSY_WAIT};
+pub use queue::Wake;
 pub use request::RequestOptions;
 pub use settings::{DEFAULT_LEASE_TTL, HostBuilder, MAX_LEASE_TTL, MIN_LEASE_TTL, default_holder};
 pub use worker::{

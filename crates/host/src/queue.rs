@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use managed_agents_core::conversation::{Conversation, ConversationStatus};
+use managed_agents_core::conversation::{Conversation, ConversationFilter, ConversationStatus};
 use managed_agents_core::inbox::{InboxMessage, InboxStats, MessageState};
 use managed_agents_core::{Backoff, Error};
 use serde_json::{Map, Value};
@@ -49,6 +49,21 @@ impl Signals {
     pub(crate) fn work(&self) -> watch::Receiver<u64> {
         self.work.subscribe()
     }
+}
+
+/// What [`Host::wake_session`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Wake {
+    /// The session's conversation will be resumed by a worker.
+    Woken {
+        /// The conversation.
+        external_id: String,
+    },
+    /// The delivery was seen before: nothing was done.
+    Replayed,
+    /// No conversation of this host's provider has that session.
+    NoConversation,
 }
 
 /// What a claimed conversation needs: which request, for which message.
@@ -102,6 +117,39 @@ impl Host {
         let enqueued = inbox_of(&**self.store())?.enqueue(external_id, &message.into(), &metadata).await?;
         self.signals().work_arrived();
         Ok(enqueued)
+    }
+
+    /// Makes conversation `external_id` ready for a worker even with nothing in its inbox — its loop host
+    /// session may wait on this client (a webhook said so): the worker that claims it resumes it, answering
+    /// whatever calls wait. `false` when there is no such conversation.
+    pub async fn wake(&self, external_id: &str) -> Result<bool, Error> {
+        let woken = inbox_of(&**self.store())?.wake(external_id).await?;
+        if woken {
+            self.signals().work_arrived();
+        }
+        Ok(woken)
+    }
+
+    /// [`Host::wake`] for the conversation of provider-side session `session_id` (what a webhook names), once per
+    /// `delivery_id` (the webhook's id: a retried or replayed delivery changes nothing).
+    pub async fn wake_session(&self, session_id: &str, delivery_id: Option<&str>) -> Result<Wake, Error> {
+        let inbox = inbox_of(&**self.store())?;
+        if let Some(delivery_id) = delivery_id
+            && !inbox.first_delivery(delivery_id).await?
+        {
+            return Ok(Wake::Replayed);
+        }
+        let filter = ConversationFilter::new().session_id(session_id).provider(self.provider().name());
+        let found = self.store().list(&filter).await?;
+        // A store that ignores the session filter lists too much: only the session's own conversation counts.
+        let Some(record) = found.into_iter().find(|record| record.session_id.as_deref() == Some(session_id)) else {
+            return Ok(Wake::NoConversation);
+        };
+        if self.wake(&record.external_id).await? {
+            Ok(Wake::Woken { external_id: record.external_id })
+        } else {
+            Ok(Wake::NoConversation)
+        }
     }
 
     /// The inbox message `id`, as stored.
@@ -183,7 +231,10 @@ impl Host {
         recovery.store(
             match &work {
                 Work::Deliver(message) => message.state != MessageState::Pending,
-                Work::Resume(_) => !awaiting,
+                Work::Resume(Some(_)) => !awaiting,
+                Work::Resume(None) => {
+                    record.as_ref().is_some_and(|record| record.status == ConversationStatus::Running)
+                }
                 Work::Nothing => false,
             },
             Ordering::Relaxed,
@@ -291,6 +342,10 @@ impl Host {
             // or posted in a client-held conversation whose transcript was not saved with it.
             Some(message) => Work::Deliver(message),
             None if awaiting || status == Some(ConversationStatus::Running) => Work::Resume(None),
+            // Woken from outside (its session may wait on this client): see what it waits on.
+            None if record.is_some_and(|record| record.session_id.is_some() && !record.status.is_closed()) => {
+                Work::Resume(None)
+            }
             None => Work::Nothing,
         }
     }

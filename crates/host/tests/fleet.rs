@@ -3,8 +3,8 @@
 //! worker is killed with SIGKILL every second and started again.
 //!
 //! Checked from the emulator's log and the store: every message answered, once, in order; every tool result
-//! posted exactly once; a tool run again only after a kill (re-runs are counted and reported, never more than
-//! the kills); no conversation left running.
+//! posted exactly once; a tool run again only when the worker of its earlier run was killed (re-runs are
+//! counted and reported); no conversation left running.
 //!
 //! This binary is also the worker: run with `MANAGED_AGENTS_FLEET_ROLE=worker` it drains the store until killed.
 
@@ -22,7 +22,7 @@ use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::{Script, ScriptTurn, Scripts};
 use managed_agents_core::conversation::{ConversationFilter, ConversationStatus};
 use managed_agents_core::inbox::MessageState;
-use managed_agents_core::{AgentHandle, tool_fn};
+use managed_agents_core::{AgentHandle, tool_fn_with_info};
 use managed_agents_host::{Host, Worker, WorkerSettings};
 use serde_json::json;
 use support::{Kind, Place};
@@ -128,6 +128,7 @@ async fn fleet(place: Place) {
     let mut workers: Vec<Child> = (0..WORKERS).map(|_| fleet.spawn()).collect();
     let started = Instant::now();
     let mut kills = 0usize;
+    let mut killed = BTreeSet::new();
     let mut next_kill = Instant::now() + KILL_EVERY;
     loop {
         let stats = web.inbox_stats().await.expect("stats");
@@ -137,6 +138,7 @@ async fn fleet(place: Place) {
         assert!(started.elapsed() < PATIENCE, "the fleet did not drain the inbox in {PATIENCE:?}: {stats:?}");
         if Instant::now() >= next_kill {
             let victim = fastrand::usize(..WORKERS);
+            killed.insert(workers[victim].id());
             workers[victim].kill().expect("SIGKILL a worker");
             workers[victim].wait().expect("reap it");
             workers[victim] = fleet.spawn();
@@ -197,9 +199,20 @@ async fn fleet(place: Place) {
     let posted = emulator.log().tool_results();
     let unique: BTreeSet<&str> = posted.iter().map(|result| result.tool_use_id.as_str()).collect();
     assert_eq!((posted.len(), unique.len()), (CONVERSATIONS * MESSAGES, CONVERSATIONS * MESSAGES), "posted once");
-    let runs = std::fs::read_to_string(&fleet.runs).unwrap_or_default().lines().count();
-    let reruns = runs.saturating_sub(CONVERSATIONS * MESSAGES);
-    assert!(reruns <= kills, "{reruns} tool re-runs with only {kills} kills");
+    // Each run but a call's last was cut short by a kill: its worker is one that was killed.
+    let mut runs: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for line in std::fs::read_to_string(&fleet.runs).unwrap_or_default().lines() {
+        let (call, pid) = line.split_once(' ').expect("`call pid`");
+        runs.entry(call.to_string()).or_default().push(pid.parse().expect("a pid"));
+    }
+    let mut reruns = 0;
+    for (call, pids) in &runs {
+        let (_, cut_short) = pids.split_last().expect("a run");
+        reruns += cut_short.len();
+        let unexplained: Vec<&u32> = cut_short.iter().filter(|pid| !killed.contains(pid)).collect();
+        assert!(unexplained.is_empty(), "{call} ran again after runs by workers never killed: {unexplained:?}");
+    }
+    assert_eq!(runs.len(), CONVERSATIONS * MESSAGES, "every call ran");
 
     let running = web.list(&ConversationFilter::new().status(ConversationStatus::Running)).await.expect("list");
     assert!(running.is_empty(), "left running: {running:?}");
@@ -228,13 +241,15 @@ fn worker() {
             environment_id: Some(std::env::var(ENVIRONMENT_ENV).expect("environment")),
         };
         let runs = PathBuf::from(std::env::var(RUNS_ENV).expect("runs file"));
-        let handler = tool_fn(move |_, input| {
+        let handler = tool_fn_with_info(move |call, _| {
             let runs = runs.clone();
             async move {
                 use std::io::Write;
+                // One line per run, written as it starts (in one append, so that no kill or other run tears
+                // it): the call and the worker running it.
                 let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&runs)?;
-                writeln!(file, "{}", input["n"])?;
-                Ok(format!("work {} done", input["n"]))
+                file.write_all(format!("{} {}\n", call.id, std::process::id()).as_bytes())?;
+                Ok(format!("work {} done", call.input["n"]))
             }
         });
         let host =

@@ -107,6 +107,7 @@ pub mod emulator;
 mod parity;
 mod provider;
 pub mod provision;
+pub mod webhooks;
 // Public only to the fuzz targets (`--cfg fuzzing`): the wire is no public API.
 #[cfg(not(fuzzing))]
 mod wire;

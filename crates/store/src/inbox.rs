@@ -49,22 +49,31 @@ static UPDATE_MESSAGE: Sql = sql!(
 /// first, then by their oldest message not yet final (message ids follow the commit order, so this is first come,
 /// first served across conversations).
 static CLAIM: Sql = sql!(
-    "UPDATE conversation_leases SET holder = $1, token = token + 1, expires_at_ms = " NOW " + $2 "
+    "UPDATE conversation_leases SET holder = $1, token = token + 1, expires_at_ms = " NOW " + $2, wake = 0 "
     "WHERE external_id IN (SELECT l.external_id FROM conversation_leases l "
     "WHERE l.external_id IN (SELECT m.external_id FROM inbox_messages m WHERE m.state IN ('pending', 'taken', 'posted') "
-    "UNION SELECT c.external_id FROM conversations c WHERE c.status IN ('running', 'awaiting_approval')) "
+    "UNION SELECT c.external_id FROM conversations c WHERE c.status IN ('running', 'awaiting_approval') "
+    "UNION SELECT w.external_id FROM conversation_leases w WHERE w.wake = 1) "
     "AND (l.holder IS NULL OR l.expires_at_ms <= " NOW ") "
     "AND NOT EXISTS (SELECT 1 FROM conversations c JOIN conversation_approvals a ON a.external_id = c.external_id "
     "WHERE c.external_id = l.external_id AND c.status = 'awaiting_approval' AND a.decision IS NULL) "
-    "AND (EXISTS (SELECT 1 FROM inbox_messages m WHERE m.external_id = l.external_id AND m.state IN ('pending', 'taken', 'posted')"
-    ") OR EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = l.external_id AND (c.status = 'running' "
+    "AND (l.wake = 1 OR EXISTS (SELECT 1 FROM inbox_messages m WHERE m.external_id = l.external_id "
+    "AND m.state IN ('pending', 'taken', 'posted')) OR EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = l.external_id AND (c.status = 'running' "
     "OR (c.status = 'awaiting_approval' AND EXISTS "
     "(SELECT 1 FROM conversation_approvals a WHERE a.external_id = c.external_id))))) "
-    "ORDER BY CASE WHEN EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = l.external_id "
+    "ORDER BY CASE WHEN l.wake = 1 OR EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = l.external_id "
     "AND c.status IN ('running', 'awaiting_approval')) THEN 0 ELSE (SELECT MIN(m.id) FROM inbox_messages m "
     "WHERE m.external_id = l.external_id AND m.state IN ('pending', 'taken', 'posted')) END, l.external_id "
     "LIMIT $3" SKIP_LOCKED ") "
     "RETURNING external_id, token, expires_at_ms"
+);
+static WAKE: Sql = sql!(
+    "UPDATE conversation_leases SET wake = 1 WHERE external_id = $1 "
+    "AND EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = $1)"
+);
+static FIRST_DELIVERY: Sql = sql!(
+    "INSERT INTO inbox_deliveries (delivery_id, received_at_ms) VALUES ($1, " NOW ") "
+    "ON CONFLICT (delivery_id) DO NOTHING"
 );
 static STATS: Sql =
     sql!("SELECT state, COUNT(*), MIN(enqueued_at_ms) FROM inbox_messages GROUP BY state ORDER BY state");
@@ -178,6 +187,14 @@ impl Inbox for SqlStore {
                 Ok(Lease::new(external_id, holder, token, expires_at_ms))
             })
             .collect()
+    }
+
+    async fn wake(&self, external_id: &str) -> Result<bool, Error> {
+        Ok(self.db.execute("wake", self.sql(&WAKE), args![external_id]).await? > 0)
+    }
+
+    async fn first_delivery(&self, delivery_id: &str) -> Result<bool, Error> {
+        Ok(self.db.execute("first_delivery", self.sql(&FIRST_DELIVERY), args![delivery_id]).await? > 0)
     }
 
     async fn stats(&self) -> Result<InboxStats, Error> {

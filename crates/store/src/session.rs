@@ -187,6 +187,9 @@ fn list_query(filter: &ConversationFilter) -> (String, Vec<Arg>) {
     if let Some(provider) = &filter.provider {
         conditions.push(format!("c.provider = {}", next(Arg::from(provider), &mut args)));
     }
+    if let Some(session_id) = &filter.session_id {
+        conditions.push(format!("c.session_id = {}", next(Arg::from(session_id), &mut args)));
+    }
     for (key, value) in &filter.metadata {
         let key = next(Arg::from(key), &mut args);
         let value = next(Arg::from(canonical_json(value)), &mut args);

@@ -215,6 +215,12 @@ macro_rules! delegate_stores {
             ) -> Result<Vec<managed_agents_core::conversation::Lease>, managed_agents_core::Error> {
                 self.inner.claim(holder, ttl, limit).await
             }
+            async fn wake(&self, external_id: &str) -> Result<bool, managed_agents_core::Error> {
+                self.inner.wake(external_id).await
+            }
+            async fn first_delivery(&self, delivery_id: &str) -> Result<bool, managed_agents_core::Error> {
+                self.inner.first_delivery(delivery_id).await
+            }
             async fn stats(&self) -> Result<managed_agents_core::inbox::InboxStats, managed_agents_core::Error> {
                 self.inner.stats().await
             }

@@ -21,7 +21,7 @@ const MODELS: ModelCatalog = ModelCatalog::new(
 );
 
 /// Runs the conformance suite against [`ClaudeManagedAgents`] through a [`ClaudeEmulator`].
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ClaudeBackend {
     /// Framing and paging of the emulator.
@@ -71,7 +71,7 @@ impl Backend for ClaudeBackend {
     /// the idle timeout `settings` asks for), its session options naming the emulator's seeded agent.
     async fn launch(&self, scripts: Scripts, settings: &ProviderSettings) -> Harness<ClaudeManagedAgents> {
         let emulator =
-            ClaudeEmulator::start_with(scripts, self.options).await.expect("the emulator starts on loopback");
+            ClaudeEmulator::start_with(scripts, self.options.clone()).await.expect("the emulator starts on loopback");
         let mut builder = emulator.provider_builder().retry(TEST_RETRY);
         if let Some(idle) = settings.idle_timeout {
             builder = builder.idle_timeout(idle);
@@ -86,7 +86,8 @@ impl Backend for ClaudeBackend {
     /// A second emulator with the same seeded agent and environment: ids are handed out in order, so the first
     /// seed of a fresh emulator names the same ones as the harness's.
     async fn destination(&self, script: Script) -> Option<Destination> {
-        let emulator = ClaudeEmulator::start_with(script, self.options).await.expect("the emulator starts on loopback");
+        let emulator =
+            ClaudeEmulator::start_with(script, self.options.clone()).await.expect("the emulator starts on loopback");
         emulator.seed_agent();
         Some(Destination::new(emulator.base_url(), emulator.log(), emulator))
     }

@@ -65,6 +65,14 @@
 //! mid-preview (`span.model_request_end` with `is_error`, a `retrying` `session.error`) before its retry writes
 //! the message. Previews never reach the history or the streams that did not ask.
 //!
+//! Webhooks: with [`EmulatorOptions::with_webhooks`], every `session.status_idle` the emulator emits (a turn's
+//! end, an interrupt, a partial answer's renewed `requires_action`) is also announced to the endpoint as the
+//! service does, in the background: a POST of `{"type": "event", "id": "event_<n>", "created_at", "data":
+//! {"type": "session.status_idled", "id": <session>, "organization_id", "workspace_id"}}` signed the Standard
+//! Webhooks way (`webhook-id`, `webhook-timestamp`, `webhook-signature`; [`crate::webhooks::WebhookVerifier`]
+//! checks it). Each finished POST is recorded ([`ClaudeEmulator::webhook_deliveries`],
+//! [`ClaudeEmulator::wait_for_webhook_deliveries`]); a failed one is logged, never retried.
+//!
 //! Scripts: [`ClaudeEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
 //! session asks next, or [`Scripts::per_session`], which builds a fresh script for each session (keyed by its
 //! `sesn_…` id) when its first turn is asked for, given that id and the input that asked (the kickoff's
@@ -110,8 +118,8 @@
 //! and the threads endpoints), `overrides` (a session's agent reference), `permissions` (the host-side tools'
 //! policies and verdicts), `previews` (live previews, a failed model request), `playback` (scripted turns as
 //! events, delivered with their faults),
-//! `replies` (errors and pages in the API's shapes), `records` (the records' shapes, the clock, queries) and
-//! `backend` ([`ClaudeBackend`]).
+//! `replies` (errors and pages in the API's shapes), `records` (the records' shapes, the clock, queries),
+//! `webhooks` (signed deliveries of idle sessions) and `backend` ([`ClaudeBackend`]).
 
 mod backend;
 mod options;
@@ -129,11 +137,13 @@ mod server;
 mod sessions;
 mod state;
 mod threads;
+mod webhooks;
 
 pub use backend::ClaudeBackend;
-pub use options::{EmulatorOptions, MALFORMED_FRAME_MARKER};
+pub use options::{EmulatorOptions, MALFORMED_FRAME_MARKER, WebhookEndpoint};
 pub use replay::ClaudeReplay;
 pub use server::{ClaudeEmulator, RecordedRequest};
+pub use webhooks::WebhookDelivery;
 
 #[cfg(doc)]
 use managed_agents_conformance::emulator::{EmulatorServer, Shared};

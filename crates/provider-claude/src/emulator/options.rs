@@ -1,10 +1,13 @@
-//! [`EmulatorOptions`]: how the emulator frames SSE, pages lists, treats uploads and cuts live previews.
+//! [`EmulatorOptions`]: how the emulator frames SSE, pages lists, treats uploads, cuts live previews and
+//! delivers webhooks.
+
+use managed_agents_core::Secret;
 
 #[cfg(doc)]
 use managed_agents_conformance::Fault;
 
 /// How the emulator frames and pages. Build with [`EmulatorOptions::default`] and the `with_*` methods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct EmulatorOptions {
     /// End SSE lines with CRLF instead of LF.
@@ -26,6 +29,26 @@ pub struct EmulatorOptions {
     /// How many characters each live-preview fragment (`event_delta`) of a message carries, on streams that ask
     /// for previews; `0` (the default): one fragment per chunk of the scripted text.
     pub preview_chars: usize,
+    /// Where to deliver signed webhooks each time a session goes idle (default: nowhere); see
+    /// [`EmulatorOptions::with_webhooks`].
+    pub webhooks: Option<WebhookEndpoint>,
+}
+
+/// A webhook endpoint the emulator delivers to: its URL and its `whsec_` signing secret (never printed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WebhookEndpoint {
+    /// The absolute `http` or `https` URL each delivery is POSTed to.
+    pub url: String,
+    /// The endpoint's signing secret (`whsec_` and base64), as [`crate::webhooks::WebhookVerifier::new`] takes it.
+    pub secret: Secret,
+}
+
+impl WebhookEndpoint {
+    /// The endpoint at `url` signing with `secret`.
+    pub fn new(url: impl Into<String>, secret: impl Into<Secret>) -> Self {
+        Self { url: url.into(), secret: secret.into() }
+    }
 }
 
 impl Default for EmulatorOptions {
@@ -38,6 +61,7 @@ impl Default for EmulatorOptions {
             malformed_frames: 1,
             uploads_downloadable: true,
             preview_chars: 0,
+            webhooks: None,
         }
     }
 }
@@ -89,6 +113,19 @@ impl EmulatorOptions {
     #[must_use]
     pub fn with_preview_chars(mut self, chars: usize) -> Self {
         self.preview_chars = chars;
+        self
+    }
+
+    /// With signed webhooks: each time a session goes idle (the emulator emits `session.status_idle`), one
+    /// `session.status_idled` event is POSTed to `url` in the background, signed the Standard Webhooks way with
+    /// `secret` (`whsec_` and base64), as the service does. A delivery never delays the session's stream; a
+    /// failed one is logged and recorded ([`ClaudeEmulator::webhook_deliveries`]). The emulator refuses to start
+    /// (`InvalidInput`) with a secret that is not a signing secret or a URL that is not absolute `http(s)`.
+    ///
+    /// [`ClaudeEmulator::webhook_deliveries`]: crate::emulator::ClaudeEmulator::webhook_deliveries
+    #[must_use]
+    pub fn with_webhooks(mut self, url: impl Into<String>, secret: impl Into<Secret>) -> Self {
+        self.webhooks = Some(WebhookEndpoint::new(url, secret));
         self
     }
 }

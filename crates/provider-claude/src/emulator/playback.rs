@@ -55,11 +55,18 @@ pub(super) fn emit(state: &mut State, session_id: &str, events: Vec<Value>, faul
     for event in &stored {
         track(&mut session.record, event, &now);
     }
+    let idles = stored.iter().filter(|e| e["type"] == "session.status_idle").count();
     session.history.extend(stored);
     // The next stream re-sends what a stream was sent: a plain one's frames unless only preview streams were open.
     let redeliver = if previews_only { previewed } else { plain };
     if !redeliver.is_empty() {
         session.redeliver = redeliver;
+    }
+    // Each idle is announced to the webhook endpoint, in the background (see `webhooks`).
+    if let Some(webhooks) = state.webhooks.as_mut() {
+        for _ in 0..idles {
+            webhooks.session_idled(session_id);
+        }
     }
 }
 

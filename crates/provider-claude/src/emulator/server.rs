@@ -14,6 +14,7 @@ use crate::emulator::options::EmulatorOptions;
 use crate::emulator::records;
 use crate::emulator::routes::{credential, route};
 use crate::emulator::state::{InjectedFailure, Kind, State, add_output};
+use crate::emulator::webhooks::{Deliveries, WebhookDelivery, Webhooks};
 use crate::provider::ClaudeManagedAgents;
 use crate::provider::builder::ClaudeManagedAgentsBuilder;
 
@@ -52,6 +53,8 @@ impl RecordedRequest {
 /// The emulator, on the conformance scaffold's [`EmulatorServer`]. Dropping it stops the server.
 pub struct ClaudeEmulator {
     server: EmulatorServer<State>,
+    /// The webhook deliveries finished so far (empty without [`EmulatorOptions::with_webhooks`]).
+    deliveries: Deliveries,
 }
 
 impl std::fmt::Debug for ClaudeEmulator {
@@ -66,10 +69,15 @@ impl ClaudeEmulator {
         Self::start_with(scripts, EmulatorOptions::default()).await
     }
 
-    /// Starts a server playing `scripts` with `options`.
+    /// Starts a server playing `scripts` with `options`. `InvalidInput` when [`EmulatorOptions::with_webhooks`]
+    /// was given a secret that is not a signing secret or a URL that is not absolute `http(s)`.
     pub async fn start_with(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
-        let server = EmulatorServer::start(State::new(scripts.into(), options), route).await?;
-        Ok(Self { server })
+        let deliveries = Deliveries::new(Vec::new());
+        let webhooks = options.webhooks.as_ref().map(|endpoint| Webhooks::new(endpoint, deliveries.clone()));
+        let mut state = State::new(scripts.into(), options);
+        state.webhooks = webhooks.transpose()?;
+        let server = EmulatorServer::start(state, route).await?;
+        Ok(Self { server, deliveries })
     }
 
     /// The state, locked (never across an `.await`).
@@ -223,6 +231,24 @@ impl ClaudeEmulator {
                 true
             }
             None => false,
+        }
+    }
+
+    /// The webhook deliveries whose POST has finished, in the order they finished (see
+    /// [`EmulatorOptions::with_webhooks`]; empty without it).
+    pub fn webhook_deliveries(&self) -> Vec<WebhookDelivery> {
+        self.deliveries.borrow().clone()
+    }
+
+    /// Waits until at least `count` webhook deliveries have finished, then returns every one finished so far
+    /// (as [`ClaudeEmulator::webhook_deliveries`]). Without [`EmulatorOptions::with_webhooks`] (or if fewer idles
+    /// ever happen) it waits forever: bound it with a timeout.
+    pub async fn wait_for_webhook_deliveries(&self, count: usize) -> Vec<WebhookDelivery> {
+        let mut finished = self.deliveries.subscribe();
+        // The sender lives as long as `self`, so the wait ends only when the count is reached.
+        match finished.wait_for(|all| all.len() >= count).await {
+            Ok(all) => all.clone(),
+            Err(_) => self.webhook_deliveries(),
         }
     }
 

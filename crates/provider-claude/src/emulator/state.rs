@@ -15,6 +15,7 @@ use tokio::sync::{Notify, mpsc};
 use crate::emulator::options::EmulatorOptions;
 use crate::emulator::records::Clock;
 use crate::emulator::threads::SessionThreads;
+use crate::emulator::webhooks::Webhooks;
 use crate::wire::files::content_type;
 
 type StreamSender = mpsc::UnboundedSender<Result<Bytes, io::Error>>;
@@ -55,6 +56,8 @@ pub(super) struct State {
     pub(super) injected: Vec<InjectedFailure>,
     /// Model requests armed to fail, each after previewing that many fragments (see `previews`).
     pub(super) failing_model_requests: VecDeque<usize>,
+    /// Where idle sessions are announced ([`EmulatorOptions::webhooks`]), if anywhere.
+    pub(super) webhooks: Option<Webhooks>,
 }
 
 /// A failure the emulator answers instead of serving a request (see [`ClaudeEmulator::fail_requests`]).
@@ -81,6 +84,7 @@ impl State {
             clock: Clock::default(),
             injected: Vec::new(),
             failing_model_requests: VecDeque::new(),
+            webhooks: None,
         }
     }
 

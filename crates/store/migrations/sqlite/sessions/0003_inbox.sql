@@ -21,3 +21,16 @@ CREATE INDEX inbox_messages_by_conversation ON inbox_messages (external_id, id);
 
 -- The conversations a claim recovers or resumes (`running`, `awaiting_approval`).
 CREATE INDEX conversations_by_status ON conversations (status);
+
+-- A conversation woken from outside (a webhook: its session has work for the client) is claimed even with no
+-- message waiting; the claim clears the flag.
+ALTER TABLE conversation_leases ADD COLUMN wake INTEGER NOT NULL DEFAULT 0;
+
+-- Which conversation a session is (a webhook names the session).
+CREATE INDEX conversations_by_session ON conversations (session_id);
+
+-- Delivery ids seen (webhook ids), so that a retried or replayed delivery is recognised.
+CREATE TABLE inbox_deliveries (
+    delivery_id TEXT PRIMARY KEY,
+    received_at_ms INTEGER NOT NULL
+);
