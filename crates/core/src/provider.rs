@@ -170,6 +170,10 @@ pub struct OpenRequest {
     pub max_turns: Option<u32>,
     /// User metadata from the session options.
     pub metadata: Map<String, Value>,
+    /// Metadata for a session this request creates on the loop host, and for nothing else (handlers never see
+    /// it): what a host tags its sessions with to find one again ([`Provider::find_sessions`]) when the worker
+    /// that created it died before saving its id. Providers without session metadata ignore it.
+    pub session_tags: Map<String, Value>,
     /// Provider-specific options, passed through verbatim.
     pub options: Map<String, Value>,
 }
@@ -187,6 +191,7 @@ impl std::fmt::Debug for OpenRequest {
             .field("live_text", &self.live_text)
             .field("max_turns", &self.max_turns)
             .field("metadata", &self.metadata.keys().collect::<Vec<_>>())
+            .field("session_tags", &self.session_tags.keys().collect::<Vec<_>>())
             .field("options", &self.options.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -465,6 +470,21 @@ pub trait Provider: Send + Sync {
         let _ = (session_id, model_config);
         Ok(None)
     }
+
+    /// The ids of the loop host's sessions (of agent `agent_id`, when given) whose session tag `key` is `value`
+    /// ([`OpenRequest::session_tags`]), newest first, reached with the run's `model_config`; `None` when the loop
+    /// host cannot search its sessions (the default). A host finds with it the session a worker created but died
+    /// before saving, instead of leaving it behind and creating another.
+    async fn find_sessions(
+        &self,
+        key: &str,
+        value: &str,
+        agent_id: Option<&str>,
+        model_config: &ModelConfig,
+    ) -> Result<Option<Vec<String>>, Error> {
+        let _ = (key, value, agent_id, model_config);
+        Ok(None)
+    }
 }
 
 macro_rules! forward_provider {
@@ -517,6 +537,15 @@ macro_rules! forward_provider {
                 model_config: &ModelConfig,
             ) -> Result<Option<Vec<String>>, Error> {
                 (**self).user_messages(session_id, model_config).await
+            }
+            async fn find_sessions(
+                &self,
+                key: &str,
+                value: &str,
+                agent_id: Option<&str>,
+                model_config: &ModelConfig,
+            ) -> Result<Option<Vec<String>>, Error> {
+                (**self).find_sessions(key, value, agent_id, model_config).await
             }
         }
     )*};

@@ -315,6 +315,10 @@ impl Host {
         }
         // Refused here, nothing was sent and the record (if any) is as it was.
         let models = self.model_plan(&record, asked)?;
+        if !transcripts && record.session_id.is_none() && record.status == ConversationStatus::Running {
+            // A worker died between creating the session and saving its id: take that session up again.
+            self.adopt_session(&mut record, &models.run, lease).await?;
+        }
         let waiting = self.still_waiting(&record, lease).await?;
         let mut options = self.options_for(&record, &request, waiting.clone(), &models.run);
         if let Some(interrupter) = &asked.interrupter {
@@ -431,6 +435,38 @@ impl Host {
         Ok(())
     }
 
+    /// Looks for the session a request of `record`'s conversation created before its worker died (tagged with
+    /// [`SESSION_TAG`]) and, when the provider finds one no conversation has, saves its id in `record`. Providers
+    /// that cannot search their sessions find nothing: the next request creates a session (the dead worker's
+    /// stays behind on the loop host).
+    async fn adopt_session(
+        &self,
+        record: &mut Conversation,
+        run: &ModelConfig,
+        lease: &HeldLease,
+    ) -> Result<(), Error> {
+        let provider = &*self.inner.provider;
+        let agent_id = self.inner.agent.as_ref().map(|agent| agent.agent_id.as_str());
+        let tag = conversation_tag(&record.external_id);
+        let Some(found) = provider.find_sessions(SESSION_TAG, &tag, agent_id, run).await? else { return Ok(()) };
+        for session_id in found {
+            let filter = ConversationFilter::new().session_id(&session_id).provider(provider.name());
+            let taken = self
+                .inner
+                .store
+                .list(&filter)
+                .await?
+                .iter()
+                .any(|other| other.session_id.as_ref() == Some(&session_id));
+            if !taken {
+                tracing::info!(external_id = %record.external_id, %session_id, "took up the session a dead worker created");
+                record.session_id = Some(session_id);
+                return self.inner.store.save(record, &lease.lease()).await;
+            }
+        }
+        Ok(())
+    }
+
     /// The stored approvals whose calls still wait for an answer. An approval whose answer is in the ledger was
     /// answered by an earlier request (and posted, or about to be: a provider that recovers its pending calls
     /// answers it again from the ledger); it is forgotten here, so its call is never handed to a session again —
@@ -495,6 +531,9 @@ impl Host {
             }
         } else if let Some(session_id) = &record.session_id {
             options = options.session_id(session_id.clone());
+        } else {
+            // A new session: tagged, so that it is found again if this worker dies before saving its id.
+            options = options.session_tag(SESSION_TAG, conversation_tag(&record.external_id));
         }
         self.with_services(options.resume_tool_uses(waiting), record)
     }
@@ -535,7 +574,21 @@ fn not_found(external_id: &str) -> Error {
     Error::not_found("conversation", external_id)
 }
 
-/// The inbox of `store`, or [`Error::Unsupported`] when it has none.
+/// The session tag a host puts on every session it creates on the loop host
+/// ([`OpenRequest::session_tags`](managed_agents_core::OpenRequest::session_tags)): its value is
+/// [`conversation_tag`] of the conversation's external id.
+pub const SESSION_TAG: &str = "managed_agents_conversation";
+
+/// The value of [`SESSION_TAG`] for conversation `external_id`: `c` and a 64-bit FNV-1a digest of the id in hex
+/// (the id itself, which may be a person's address or a ticket title, never goes to the loop host).
+pub fn conversation_tag(external_id: &str) -> String {
+    let digest = external_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
+    format!("c{digest:016x}")
+}
+
+/// The inbox of `store`, or an [`Error::InvalidOption`] for `store` when it has none.
 pub(crate) fn inbox_of(store: &dyn SessionStore) -> Result<&dyn Inbox, Error> {
     store.inbox().ok_or_else(|| {
         Error::invalid_option(

@@ -149,7 +149,7 @@ mod settings;
 mod state;
 mod worker;
 
-pub use host::Host;
+pub use host::{Host, SESSION_TAG, conversation_tag};
 pub use lease::{BusyPolicy, DEFAULT_BUSY_WAIT};
 pub use queue::Wake;
 pub use request::RequestOptions;

@@ -35,6 +35,7 @@ const TESTS: &[(&str, Test)] = crate::store_tests![
     a_message_taken_up_too_often_fails,
     a_client_held_conversation_takes_queued_messages,
     wait_from_another_host_sees_the_answer,
+    a_session_created_by_a_worker_that_died_is_taken_up,
 ];
 
 fn main() -> std::process::ExitCode {
@@ -451,4 +452,41 @@ async fn wait_from_another_host_sees_the_answer(place: Place) {
     let done = wait(&web, &message).await;
     assert_eq!(done.result.expect("result").text, "answer-1");
     stop(worker).await;
+}
+
+async fn a_session_created_by_a_worker_that_died_is_taken_up(place: Place) {
+    let (emulator, provider, agent) = support::claude(answers(1)).await;
+    // The first worker's store never saves the new session's id: it "dies" right after the session was created.
+    let hanging = Tapped::new(place.open().await, Taps { hang_saving_a_new_session: true, ..Taps::default() });
+    let dying = builder(&provider, &agent, hanging, echo()).build().expect("host");
+    let message = dying.enqueue(&unique("leak"), "hello").await.expect("enqueue");
+    let first = Worker::new(dying, quick()).expect("worker");
+    let cut_short = tokio::spawn(async move { first.run_once().await });
+    support::wait_until("the session to be created", PATIENCE, || async {
+        !emulator.requests_to("POST", "/v1/sessions").is_empty()
+    })
+    .await;
+    cut_short.abort();
+    assert!(cut_short.await.expect_err("aborted").is_cancelled());
+    let record = builder(&provider, &agent, place.open().await, echo()).build().unwrap();
+    let left = record.conversation(&message.external_id).await.unwrap().expect("its record");
+    assert_eq!(
+        (left.status, left.session_id.as_deref()),
+        (ConversationStatus::Running, None),
+        "the id was never saved"
+    );
+
+    let host = builder(&provider, &agent, place.open().await, echo()).build().expect("host");
+    let worker = start(&host, quick());
+    let done = wait(&host, &message).await;
+    stop(worker).await;
+    assert_eq!(done.result.expect("answered").text, "answer-1");
+    let created = emulator.requests_to("POST", "/v1/sessions");
+    assert_eq!(created.len(), 1, "no second session: the first one was taken up");
+    let session_id = host.conversation(&message.external_id).await.unwrap().unwrap().session_id.expect("saved now");
+    assert_eq!(
+        created[0].body["metadata"][managed_agents_host::SESSION_TAG],
+        managed_agents_host::conversation_tag(&message.external_id)
+    );
+    assert_eq!(user_messages(&emulator), vec![(session_id, "hello".to_string())], "posted once, to that session");
 }

@@ -354,6 +354,13 @@ impl SessionOptions {
         self
     }
 
+    /// A tag for the session this run creates on the loop host, not handed to handlers (see
+    /// [`OpenRequest::session_tags`](crate::OpenRequest::session_tags)).
+    pub fn session_tag(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.open.session_tags.insert(key.into(), value.into());
+        self
+    }
+
     /// A provider-specific option, passed through to [`Provider::open`](crate::Provider::open).
     pub fn provider_option(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
         self.open.options.insert(key.into(), value.into());

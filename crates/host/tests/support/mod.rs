@@ -156,6 +156,9 @@ pub struct Taps {
     pub lose_renewals: bool,
     /// Every lease renewal hangs (a store that stopped answering).
     pub hang_renewals: bool,
+    /// The save that would store a conversation's first session id hangs (a worker that dies right after the
+    /// loop host created the session).
+    pub hang_saving_a_new_session: bool,
 }
 
 /// A store that counts refused lease requests and can stall after chosen writes (to be killed there).
@@ -196,6 +199,12 @@ impl SessionStore for Tapped {
         self.inner.load(external_id).await
     }
     async fn save(&self, conversation: &Conversation, lease: &Lease) -> Result<(), Error> {
+        if self.taps.hang_saving_a_new_session && conversation.session_id.is_some() {
+            let stored = self.inner.load(&conversation.external_id).await?;
+            if stored.is_none_or(|stored| stored.session_id.is_none()) {
+                std::future::pending::<()>().await;
+            }
+        }
         self.inner.save(conversation, lease).await
     }
     async fn list(&self, filter: &ConversationFilter) -> Result<Vec<Conversation>, Error> {

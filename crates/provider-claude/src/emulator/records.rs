@@ -329,7 +329,8 @@ pub(super) fn new_session(id: &str, now: &str, agent: &Value, environment_id: &s
     }
     let mut record = json!({
         "id": id, "type": "session", "status": "idle", "agent": copy, "environment_id": environment_id,
-        "title": body.get("title").cloned().unwrap_or(Value::Null), "metadata": {},
+        "title": body.get("title").cloned().unwrap_or(Value::Null),
+        "metadata": body.get("metadata").filter(|metadata| metadata.is_object()).cloned().unwrap_or_else(|| json!({})),
         "resources": [], "vault_ids": list_of(body.as_object().unwrap_or(&Map::new()), "vault_ids"),
         "usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0,
                   "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0}},

@@ -198,6 +198,30 @@ impl Provider for ClaudeManagedAgents {
         thread_events::thread_update(event)
     }
 
+    /// The sessions (of `agent_id`, when given) whose metadata has `key` = `value`, newest first: every page of
+    /// the session list, read here (the list cannot filter on metadata).
+    async fn find_sessions(
+        &self,
+        key: &str,
+        value: &str,
+        agent_id: Option<&str>,
+        model_config: &ModelConfig,
+    ) -> Result<Option<Vec<String>>, Error> {
+        let client = run_client(&self.client, model_config)?;
+        let mut query = vec![("order", "desc".to_string())];
+        if let Some(agent_id) = agent_id {
+            query.push(("agent_id", agent_id.to_string()));
+        }
+        let sessions = client.list_all_sessions(&query).await?;
+        Ok(Some(
+            sessions
+                .iter()
+                .filter(|session| session["metadata"][key] == value)
+                .filter_map(|session| session["id"].as_str().map(str::to_string))
+                .collect(),
+        ))
+    }
+
     /// The session's `user.message` events, from its listed history (every page).
     async fn user_messages(&self, session_id: &str, model_config: &ModelConfig) -> Result<Option<Vec<String>>, Error> {
         let client = run_client(&self.client, model_config)?;

@@ -20,6 +20,7 @@ fn option_fields(request: &OpenRequest, environment_id: &str) -> Result<Map<Stri
         body.insert("title".into(), title.clone());
     }
     let mut metadata = request.metadata.clone();
+    metadata.extend(request.session_tags.clone());
     if let Some(Value::Object(extra)) = request.options.get("session_metadata") {
         metadata.extend(extra.clone());
     }
