@@ -280,6 +280,15 @@ fn soak(args: &[String]) -> Vec<Step> {
     vec![Step::cargo("soak", &cargo_args)]
 }
 
+/// The work-queue benchmark (`cargo xtask fleet`): the host's fleet test binary in release, its ignored
+/// `bench::postgres` trial — throughput, claim latency p50 / p99, recovery after a kill.
+fn fleet() -> Vec<Step> {
+    let args = ["test", "--release", "-p", "managed-agents-host", "--all-features", "--test", "fleet", "--"];
+    let mut args = args.to_vec();
+    args.extend(["--ignored", "--nocapture", "--exact", "bench::postgres"]);
+    vec![Step::cargo("fleet benchmark", &args)]
+}
+
 fn bench() -> Vec<Step> {
     vec![
         Step::cargo("bench", &["bench", "--workspace", "--all-features"]),
@@ -572,6 +581,9 @@ const USAGE: &str = "usage: cargo xtask <command> [--keep-going]
   bench       the criterion benchmarks
   load [ARGS] the load driver in release (crates/load): `load --sessions 10000` runs 10,000 live Claude
               sessions; no ARGS runs the whole table (`load --help` lists its commands)
+  fleet       the work-queue benchmark in release (crates/host/tests/fleet.rs): 10,000 conversations drained
+              by 8 worker processes on the PostgreSQL at MANAGED_AGENTS_POSTGRES_URL (`.ci/postgres.sh start`
+              prints one); MANAGED_AGENTS_FLEET_BENCH_CONVERSATIONS / _WORKERS change the size
   soak [ARGS] the soak in release: 1,000 sessions x 10 turns on each provider's emulator with 5 % seeded
               faults (ARGS replace those, e.g. `soak --seed 7 --provider claude`)
 --keep-going runs every step even after one fails (and still fails at the end)";
@@ -631,6 +643,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(),
         Some("load") => load(&args),
         Some("soak") => soak(&args),
+        Some("fleet") => fleet(),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::FAILURE;

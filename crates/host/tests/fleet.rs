@@ -35,6 +35,13 @@ const RUNS_ENV: &str = "MANAGED_AGENTS_FLEET_RUNS";
 const URL_ENV: &str = "MANAGED_AGENTS_FLEET_BASE_URL";
 const AGENT_ENV: &str = "MANAGED_AGENTS_FLEET_AGENT";
 const ENVIRONMENT_ENV: &str = "MANAGED_AGENTS_FLEET_ENVIRONMENT";
+/// The worker's lease time to live in milliseconds (default [`LEASE_TTL`]).
+const TTL_ENV: &str = "MANAGED_AGENTS_FLEET_TTL_MS";
+/// Set to `1`: the worker's tool never returns (the benchmark's recovery phase kills it so).
+const HANG_ENV: &str = "MANAGED_AGENTS_FLEET_TOOL_HANGS";
+/// The benchmark's size (`cargo xtask fleet`): conversations (default 10,000) and worker processes (default 8).
+const BENCH_CONVERSATIONS_ENV: &str = "MANAGED_AGENTS_FLEET_BENCH_CONVERSATIONS";
+const BENCH_WORKERS_ENV: &str = "MANAGED_AGENTS_FLEET_BENCH_WORKERS";
 
 const WORKERS: usize = 3;
 const CONVERSATIONS: usize = 50;
@@ -61,6 +68,14 @@ fn main() -> std::process::ExitCode {
                 Ok(Completion::Completed)
             })
         })
+        .chain([Trial::test("bench::postgres", || {
+            if let Some(reason) = Kind::Postgres.unavailable() {
+                return Err(reason.into());
+            }
+            support::runtime().block_on(bench(Place::isolated(Kind::Postgres)));
+            Ok(())
+        })
+        .with_ignored_flag(true)])
         .collect();
     libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
 }
@@ -90,6 +105,10 @@ struct Fleet {
 
 impl Fleet {
     fn spawn(&self) -> Child {
+        self.spawn_with(&[])
+    }
+
+    fn spawn_with(&self, env: &[(&str, String)]) -> Child {
         let exe = std::env::current_exe().expect("this test binary");
         let mut command = Command::new(exe);
         command
@@ -101,6 +120,7 @@ impl Fleet {
             .env(URL_ENV, &self.base_url)
             .env(AGENT_ENV, &self.agent.agent_id)
             .env(ENVIRONMENT_ENV, self.agent.environment_id.as_deref().unwrap_or_default())
+            .envs(env.iter().map(|(key, value)| (*key, value)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
@@ -241,9 +261,13 @@ fn worker() {
             environment_id: Some(std::env::var(ENVIRONMENT_ENV).expect("environment")),
         };
         let runs = PathBuf::from(std::env::var(RUNS_ENV).expect("runs file"));
+        let hangs = std::env::var(HANG_ENV).as_deref() == Ok("1");
         let handler = tool_fn_with_info(move |call, _| {
             let runs = runs.clone();
             async move {
+                if hangs {
+                    std::future::pending::<()>().await;
+                }
                 use std::io::Write;
                 // One line per run, written as it starts (in one append, so that no kill or other run tears
                 // it): the call and the worker running it.
@@ -252,9 +276,109 @@ fn worker() {
                 Ok(format!("work {} done", call.input["n"]))
             }
         });
-        let host =
-            Host::builder(Arc::new(provider), store, handler).agent(agent).lease_ttl(LEASE_TTL).build().expect("host");
+        let ttl = std::env::var(TTL_ENV).ok().and_then(|ms| ms.parse().ok()).map_or(LEASE_TTL, Duration::from_millis);
+        let host = Host::builder(Arc::new(provider), store, handler).agent(agent).lease_ttl(ttl).build().expect("host");
         let worker = Worker::new(host, WorkerSettings::new().idle_poll(Duration::from_millis(50))).expect("worker");
         worker.run_until(std::future::pending()).await;
     });
+}
+
+/// The benchmark (`cargo xtask fleet`; ignored in `cargo test`): [`BENCH_CONVERSATIONS_ENV`] conversations of one
+/// message each (a tool call, then an answer) drained by [`BENCH_WORKERS_ENV`] worker processes on PostgreSQL.
+/// Reports the throughput, the latency of the claim statement while the fleet drains (sampled by the driver:
+/// claim one, give it back), and the recovery time after a kill: a worker holding 8 conversations whose tools
+/// never return is killed, and the time until another worker has answered all 8 is measured (mostly the lease's
+/// time to live, 5 s here). Prints a JSON line for `docs/performance.md`.
+async fn bench(place: Place) {
+    const BENCH_TTL: Duration = Duration::from_secs(5);
+    let count = |name: &str, default: usize| std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default);
+    let (conversations, workers) = (count(BENCH_CONVERSATIONS_ENV, 10_000), count(BENCH_WORKERS_ENV, 8));
+    let ttl = (TTL_ENV, BENCH_TTL.as_millis().to_string());
+    let emulator = ClaudeEmulator::start(scripts()).await.expect("the emulator starts");
+    let (provider, agent) = support::claude_provider(&emulator);
+    let runs = place.dir.path().join("tool-runs");
+    let fleet = Fleet { base_url: emulator.base_url(), agent: agent.clone(), runs, place };
+    let store = fleet.place.open().await;
+    let web = Host::builder(provider, Arc::clone(&store), managed_agents_core::NoTools).agent(agent).build().unwrap();
+
+    let enqueue_started = Instant::now();
+    for n in 0..conversations {
+        web.enqueue(&format!("bench-{n:05}"), format!("bench-{n:05} message 1")).await.expect("enqueue");
+    }
+    let enqueue = enqueue_started.elapsed();
+
+    let started = Instant::now();
+    let mut fleet_workers: Vec<Child> = (0..workers).map(|_| fleet.spawn_with(std::slice::from_ref(&ttl))).collect();
+    let inbox = store.inbox().expect("an inbox");
+    let mut claim_latencies = Vec::new();
+    loop {
+        let stats = web.inbox_stats().await.expect("stats");
+        if stats.pending == 0 && stats.in_flight == 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(3600), "not drained in an hour: {stats:?}");
+        // A claim as the workers make them, given back at once; then a pause (this is a sample, not a wait).
+        let asked = Instant::now();
+        let claimed = inbox.claim("bench-probe", Duration::from_secs(60), 1).await.expect("claim");
+        claim_latencies.push(asked.elapsed());
+        for lease in claimed {
+            store.release(&lease).await.expect("give it back");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let drained = started.elapsed();
+    for worker in &mut fleet_workers {
+        worker.kill().expect("stop a worker");
+        worker.wait().expect("reap it");
+    }
+    claim_latencies.sort();
+    let percentile = |p: usize| {
+        let at = (claim_latencies.len() * p / 100).min(claim_latencies.len().saturating_sub(1));
+        claim_latencies.get(at).copied().unwrap_or_default()
+    };
+
+    // Recovery: a worker takes 8 conversations, its tools hang, it is killed; a fresh worker finishes them.
+    let mut hung = Vec::new();
+    for n in 0..8 {
+        hung.push(web.enqueue(&format!("recover-{n}"), format!("recover-{n} message 1")).await.expect("enqueue"));
+    }
+    let mut victim = fleet.spawn_with(&[ttl.clone(), (HANG_ENV, "1".into())]);
+    loop {
+        let stats = web.inbox_stats().await.expect("stats");
+        if stats.pending == 0 && stats.in_flight == 8 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    victim.kill().expect("SIGKILL the worker");
+    victim.wait().expect("reap it");
+    let killed = Instant::now();
+    let mut rescuer = fleet.spawn_with(std::slice::from_ref(&ttl));
+    for message in &hung {
+        let done = tokio::time::timeout(Duration::from_secs(120), web.wait(message.id)).await.expect("in time");
+        assert_eq!(done.expect("wait").state, MessageState::Answered);
+    }
+    let recovery = killed.elapsed();
+    rescuer.kill().expect("stop");
+    rescuer.wait().expect("reap");
+
+    let answered = web.inbox_stats().await.expect("stats").answered;
+    assert_eq!(answered, u64::try_from(conversations + 8).unwrap_or(u64::MAX), "every message answered");
+    let throughput = conversations as f64 / drained.as_secs_f64();
+    let report = json!({
+        "conversations": conversations, "workers": workers, "store": "postgres",
+        "enqueue_s": enqueue.as_secs_f64(), "drain_s": drained.as_secs_f64(), "messages_per_s": throughput,
+        "claim_p50_ms": percentile(50).as_secs_f64() * 1000.0, "claim_p99_ms": percentile(99).as_secs_f64() * 1000.0,
+        "claim_samples": claim_latencies.len(),
+        "lease_ttl_s": BENCH_TTL.as_secs_f64(), "recovery_s": recovery.as_secs_f64(),
+    });
+    println!("FLEET-BENCH {report}");
+    eprintln!(
+        "fleet bench: {conversations} conversations, {workers} workers on PostgreSQL: {throughput:.0} messages/s \
+         ({drained:.1?}); claim p50 {:.1?} p99 {:.1?} ({} samples); recovery after a kill {recovery:.1?} \
+         (lease {BENCH_TTL:?})",
+        percentile(50),
+        percentile(99),
+        claim_latencies.len()
+    );
 }
