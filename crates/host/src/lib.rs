@@ -130,6 +130,40 @@
 //! # }
 //! ```
 //!
+//! ## Many workers
+//!
+//! [`Host::send`] runs a request while its caller waits. [`Host::enqueue`] instead commits the message to the
+//! store's durable inbox ([`SessionStore::inbox`]) and returns; a [`Worker`] — in any process sharing the
+//! store — delivers it, and [`Host::wait`] (or [`Host::message`]) tells what came of it. A worker claims
+//! conversations with work waiting ([`Inbox::claim`]: the store's lease rows, `FOR UPDATE SKIP LOCKED` on
+//! PostgreSQL), up to its concurrency, and runs one request for each: the conversation's oldest message not yet
+//! final, delivered exactly once, in order; or a resume. Ready means:
+//!
+//! * a message **pending**: delivered (a new conversation is created by its first message, with the message's
+//!   metadata);
+//! * a message **taken** by a worker that died before the loop host's answer: the provider is asked whether the
+//!   session holds it ([`Provider::user_messages`]); if so it is treated as posted, else posted again (at least
+//!   once: the only case that can repeat a message, and only on providers that cannot tell);
+//! * a message **posted** (the loop host accepted it) whose worker died: the conversation is resumed — calls
+//!   answered from the tool ledger, never posted twice — and the message answered with the resumed request's
+//!   result (or, when the loop host had already answered it, marked answered without one);
+//! * a conversation whose **approvals were all answered** (in any process: [`Host::approve`] wakes this process's
+//!   workers at once, others see it at their next look): resumed; messages enqueued meanwhile wait behind it;
+//! * a record left **running** by a request whose worker died (also a [`Host::send`]'s): resumed; a session the
+//!   dead worker created but did not save is found again by its tag ([`SESSION_TAG`],
+//!   [`Provider::find_sessions`]) rather than left behind;
+//! * a conversation **woken** from outside — [`Host::wake_session`] for a webhook that says its session went
+//!   idle — resumed.
+//!
+//! A message taken up [`WorkerSettings::max_attempts`] times fails without another try.
+//! [`Worker::run_until`] stops taking work when its future completes and lets the requests in flight finish
+//! within [`WorkerSettings::shutdown_deadline`]; the rest are dropped and their leases given back.
+//!
+//! [`SessionStore::inbox`]: managed_agents_core::conversation::SessionStore::inbox
+//! [`Inbox::claim`]: managed_agents_core::inbox::Inbox::claim
+//! [`Provider::user_messages`]: managed_agents_core::Provider::user_messages
+//! [`Provider::find_sessions`]: managed_agents_core::Provider::find_sessions
+//!
 //! ## Lookup and management
 //!
 //! [`Host::conversation`], [`Host::list`] (by status, provider, metadata given with [`Host::send_with`]),

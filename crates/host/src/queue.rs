@@ -327,7 +327,7 @@ impl Host {
     }
 
     /// Which request a claimed conversation needs, from its record and its oldest message not yet final
-    /// (`head`). See the crate documentation's "Workers" section for the rules.
+    /// (`head`). See the crate documentation's "Many workers" section for the rules.
     fn work_for(&self, record: Option<&Conversation>, head: Option<InboxMessage>) -> Work {
         let transcripts = self.provider().capabilities().transcript;
         let status = record.map(|record| record.status);

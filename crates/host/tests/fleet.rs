@@ -186,23 +186,8 @@ async fn fleet(place: Place) {
 
     // In order, once each, per conversation (from the emulator's requests).
     let mut delivered: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for request in emulator.requests() {
-        let Some(session) = request.path.strip_prefix("/v1/sessions/").and_then(|rest| rest.strip_suffix("/events"))
-        else {
-            continue;
-        };
-        if request.method != "POST" {
-            continue;
-        }
-        for event in request.body["events"].as_array().into_iter().flatten() {
-            if event["type"] == "user.message" {
-                for block in event["content"].as_array().into_iter().flatten() {
-                    if let Some(text) = block["text"].as_str() {
-                        delivered.entry(session.to_string()).or_default().push(text.to_string());
-                    }
-                }
-            }
-        }
+    for (session, text) in support::posted_user_messages(&emulator) {
+        delivered.entry(session).or_default().push(text);
     }
     let mut by_conversation: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for texts in delivered.values() {

@@ -583,13 +583,6 @@ async fn an_interrupted_request_ends_interrupted_and_the_next_send_continues(pla
     let result = host.send_with(&id, "second", options).await.expect("the next send");
     assert_eq!(result.terminal_reason, TerminalReason::Completed, "{result:?}");
     assert_eq!(result.text, "The answer after that.");
-    let requests = emulator.requests();
-    let users: Vec<&str> = requests.last().expect("a request")["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .collect();
+    let users = support::last_chat_user_messages(&emulator);
     assert_eq!(users, ["first", "second"], "the conversation went on from the interrupted request");
 }

@@ -89,26 +89,7 @@ async fn wait(host: &Host, message: &InboxMessage) -> InboxMessage {
 
 /// The user messages the emulator received, per session, in order.
 fn user_messages(emulator: &ClaudeEmulator) -> Vec<(String, String)> {
-    let mut messages = Vec::new();
-    for request in emulator.requests() {
-        let Some(session) = request.path.strip_prefix("/v1/sessions/").and_then(|rest| rest.strip_suffix("/events"))
-        else {
-            continue;
-        };
-        if request.method != "POST" {
-            continue;
-        }
-        for event in request.body["events"].as_array().into_iter().flatten() {
-            if event["type"] == "user.message" {
-                for block in event["content"].as_array().into_iter().flatten() {
-                    if let Some(text) = block["text"].as_str() {
-                        messages.push((session.to_string(), text.to_string()));
-                    }
-                }
-            }
-        }
-    }
-    messages
+    support::posted_user_messages(emulator)
 }
 
 /// A script answering each message with `answer-N`.
@@ -428,14 +409,7 @@ async fn a_client_held_conversation_takes_queued_messages(place: Place) {
     assert_eq!(wait(&host, &first).await.result.expect("result").text, "answer-1");
     assert_eq!(wait(&host, &second).await.result.expect("result").text, "answer-2");
     stop(worker).await;
-    let requests = emulator.requests();
-    let users: Vec<&str> = requests.last().expect("a request")["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .collect();
+    let users = support::last_chat_user_messages(&emulator);
     assert_eq!(users, ["first", "second"], "the transcript holds each message once");
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }

@@ -2,8 +2,8 @@
 //!
 //! * **Enqueue** inserts the message and, in the same transaction, the conversation's lease row when there is
 //!   none (free, token 0), so that a claim has a row to take.
-//! * **Claim** is one `UPDATE` of the lease rows of the conversations with work waiting, picked by a sub-select
-//!   ordered by how long each has waited: PostgreSQL locks the rows that sub-select returns and skips those
+//! * **Claim** is two `UPDATE`s of lease rows, each picked by a sub-select — the conversations to recover, resume
+//!   or wake, then those of the oldest open messages, walked in id order on a partial index: PostgreSQL locks the rows that sub-select returns and skips those
 //!   another claimer locked (`FOR UPDATE SKIP LOCKED`), so concurrent claimers divide the work instead of
 //!   queueing on the same rows; SQLite runs one writer at a time.
 //! * **Update** checks the lease and locks its row first, as a save does, then writes the message (and the record,
@@ -43,28 +43,36 @@ static UPDATE_MESSAGE: Sql = sql!(
     "UPDATE inbox_messages SET state = $3, attempts = $4, result = $5, error = $6, updated_at_ms = " NOW " "
     "WHERE id = $1 AND external_id = $2"
 );
-/// Takes the leases of up to `$3` conversations with work waiting for holder `$1` for `$2` ms (see
-/// [`Inbox::claim`]): a message not yet final, a record left running, or approvals all answered; never one that
-/// waits for an unanswered approval, never one whose lease is held. Conversations to recover or resume come
-/// first, then by their oldest message not yet final (message ids follow the commit order, so this is first come,
-/// first served across conversations).
-static CLAIM: Sql = sql!(
+/// Takes, for holder `$1` and `$2` ms, the leases of up to `$3` conversations to recover, resume or wake (see
+/// [`Inbox::claim`]): a record left running, approvals all answered, a wake flag; never one that waits for an
+/// unanswered approval, never one whose lease is held. Few rows: the candidates come from the status index and
+/// the partial index of woken leases.
+static CLAIM_RECOVERIES: Sql = sql!(
     "UPDATE conversation_leases SET holder = $1, token = token + 1, expires_at_ms = " NOW " + $2, wake = 0 "
     "WHERE external_id IN (SELECT l.external_id FROM conversation_leases l "
-    "WHERE l.external_id IN (SELECT m.external_id FROM inbox_messages m WHERE m.state IN ('pending', 'taken', 'posted') "
-    "UNION SELECT c.external_id FROM conversations c WHERE c.status IN ('running', 'awaiting_approval') "
+    "WHERE l.external_id IN (SELECT c.external_id FROM conversations c WHERE c.status IN ('running', 'awaiting_approval') "
     "UNION SELECT w.external_id FROM conversation_leases w WHERE w.wake = 1) "
     "AND (l.holder IS NULL OR l.expires_at_ms <= " NOW ") "
     "AND NOT EXISTS (SELECT 1 FROM conversations c JOIN conversation_approvals a ON a.external_id = c.external_id "
     "WHERE c.external_id = l.external_id AND c.status = 'awaiting_approval' AND a.decision IS NULL) "
-    "AND (l.wake = 1 OR EXISTS (SELECT 1 FROM inbox_messages m WHERE m.external_id = l.external_id "
-    "AND m.state IN ('pending', 'taken', 'posted')) OR EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = l.external_id AND (c.status = 'running' "
-    "OR (c.status = 'awaiting_approval' AND EXISTS "
+    "AND (l.wake = 1 OR EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = l.external_id "
+    "AND (c.status = 'running' OR (c.status = 'awaiting_approval' AND EXISTS "
     "(SELECT 1 FROM conversation_approvals a WHERE a.external_id = c.external_id))))) "
-    "ORDER BY CASE WHEN l.wake = 1 OR EXISTS (SELECT 1 FROM conversations c WHERE c.external_id = l.external_id "
-    "AND c.status IN ('running', 'awaiting_approval')) THEN 0 ELSE (SELECT MIN(m.id) FROM inbox_messages m "
-    "WHERE m.external_id = l.external_id AND m.state IN ('pending', 'taken', 'posted')) END, l.external_id "
-    "LIMIT $3" SKIP_LOCKED ") "
+    "ORDER BY l.external_id LIMIT $3" SKIP_LOCKED ") "
+    "RETURNING external_id, token, expires_at_ms"
+);
+/// Takes, for holder `$1` and `$2` ms, the leases of the conversations of the oldest messages not yet final, up
+/// to `$3` messages (fewer conversations when one has several): walks the partial index of open messages in id
+/// order — first come, first served — and stops at the limit, so a claim costs the same with 10 or 100,000
+/// messages waiting. Skips conversations whose lease is held and those waiting for an unanswered approval.
+static CLAIM_MESSAGES: Sql = sql!(
+    "UPDATE conversation_leases SET holder = $1, token = token + 1, expires_at_ms = " NOW " + $2, wake = 0 "
+    "WHERE external_id IN (SELECT l.external_id FROM inbox_messages m "
+    "JOIN conversation_leases l ON l.external_id = m.external_id "
+    "WHERE m.state IN ('pending', 'taken', 'posted') AND (l.holder IS NULL OR l.expires_at_ms <= " NOW ") "
+    "AND NOT EXISTS (SELECT 1 FROM conversations c JOIN conversation_approvals a ON a.external_id = c.external_id "
+    "WHERE c.external_id = l.external_id AND c.status = 'awaiting_approval' AND a.decision IS NULL) "
+    "ORDER BY m.id LIMIT $3" SKIP_LOCKED ") "
     "RETURNING external_id, token, expires_at_ms"
 );
 static WAKE: Sql = sql!(
@@ -175,18 +183,25 @@ impl Inbox for SqlStore {
         }
         let ttl = i64::try_from(ttl.min(crate::session::MAX_TTL).as_millis()).unwrap_or(i64::MAX);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self
-            .db
-            .fetch(OPERATION, self.sql(&CLAIM), args![holder, ttl, limit], &[Col::Text, Col::Int, Col::Int])
-            .await?;
-        rows.into_iter()
-            .map(|mut row| {
+        let mut leases = Vec::new();
+        // Recoveries first (each statement is atomic on its own), then messages for what is left of the limit.
+        for statement in [&CLAIM_RECOVERIES, &CLAIM_MESSAGES] {
+            let left = limit.saturating_sub(i64::try_from(leases.len()).unwrap_or(i64::MAX));
+            if left == 0 {
+                break;
+            }
+            let rows = self
+                .db
+                .fetch(OPERATION, self.sql(statement), args![holder, ttl, left], &[Col::Text, Col::Int, Col::Int])
+                .await?;
+            for mut row in rows {
                 let external_id = row.text(0).ok_or_else(|| missing(OPERATION, "lease conversation"))?;
                 let token = row.int(1).ok_or_else(|| missing(OPERATION, "lease token"))?;
                 let expires_at_ms = row.int(2).ok_or_else(|| missing(OPERATION, "lease expiry"))?;
-                Ok(Lease::new(external_id, holder, token, expires_at_ms))
-            })
-            .collect()
+                leases.push(Lease::new(external_id, holder, token, expires_at_ms));
+            }
+        }
+        Ok(leases)
     }
 
     async fn wake(&self, external_id: &str) -> Result<bool, Error> {

@@ -335,3 +335,39 @@ pub fn run_on_every_store_in(
     }
     libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
 }
+
+/// The user messages the Claude emulator received, with the session each was posted to, in order.
+pub fn posted_user_messages(emulator: &managed_agents_claude::emulator::ClaudeEmulator) -> Vec<(String, String)> {
+    let mut messages = Vec::new();
+    for request in emulator.requests() {
+        let Some(session) = request.path.strip_prefix("/v1/sessions/").and_then(|rest| rest.strip_suffix("/events"))
+        else {
+            continue;
+        };
+        if request.method != "POST" {
+            continue;
+        }
+        for event in request.body["events"].as_array().into_iter().flatten() {
+            if event["type"] == "user.message" {
+                for block in event["content"].as_array().into_iter().flatten() {
+                    if let Some(text) = block["text"].as_str() {
+                        messages.push((session.to_string(), text.to_string()));
+                    }
+                }
+            }
+        }
+    }
+    messages
+}
+
+/// The user messages of the last chat request the Local emulator received (the conversation as sent).
+pub fn last_chat_user_messages(emulator: &managed_agents_local::emulator::LocalEmulator) -> Vec<String> {
+    let requests = emulator.requests();
+    requests.last().expect("a request")["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect()
+}

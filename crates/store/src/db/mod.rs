@@ -61,14 +61,14 @@ impl Sql {
 
 /// A statement in both dialects, from string literals and two words: `NOW`, the store's clock, in milliseconds
 /// since the Unix epoch (PostgreSQL's own clock, so that the machines sharing a database agree; SQLite's is this
-/// machine's); and `SKIP_LOCKED`, which ends a `SELECT` whose rows concurrent claimers divide among themselves
-/// (PostgreSQL locks the rows it returns and skips those another transaction locked; SQLite has one writer at a
-/// time anyway).
+/// machine's); and `SKIP_LOCKED`, which ends a `SELECT` whose rows of the table aliased `l` concurrent claimers
+/// divide among themselves (PostgreSQL locks those rows and skips the ones another transaction locked; SQLite has
+/// one writer at a time anyway).
 macro_rules! sql {
     (@sqlite NOW) => { "CAST(unixepoch('now', 'subsec') * 1000 AS INTEGER)" };
     (@postgres NOW) => { "CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)" };
     (@sqlite SKIP_LOCKED) => { "" };
-    (@postgres SKIP_LOCKED) => { " FOR UPDATE SKIP LOCKED" };
+    (@postgres SKIP_LOCKED) => { " FOR UPDATE OF l SKIP LOCKED" };
     (@$dialect:ident $text:literal) => { $text };
     ($($part:tt)+) => {
         $crate::db::Sql {

@@ -15,8 +15,8 @@ CREATE TABLE inbox_messages (
     updated_at_ms INTEGER NOT NULL
 );
 
--- The messages not yet final, per conversation in order: what a claim looks for.
-CREATE INDEX inbox_messages_open ON inbox_messages (external_id, id) WHERE state IN ('pending', 'taken', 'posted');
+-- The messages not yet final in commit order: what a claim walks (first come, first served).
+CREATE INDEX inbox_messages_open ON inbox_messages (id) WHERE state IN ('pending', 'taken', 'posted');
 CREATE INDEX inbox_messages_by_conversation ON inbox_messages (external_id, id);
 
 -- The conversations a claim recovers or resumes (`running`, `awaiting_approval`).
@@ -25,6 +25,7 @@ CREATE INDEX conversations_by_status ON conversations (status);
 -- A conversation woken from outside (a webhook: its session has work for the client) is claimed even with no
 -- message waiting; the claim clears the flag.
 ALTER TABLE conversation_leases ADD COLUMN wake INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX conversation_leases_woken ON conversation_leases (external_id) WHERE wake = 1;
 
 -- Which conversation a session is (a webhook names the session).
 CREATE INDEX conversations_by_session ON conversations (session_id);
