@@ -2,8 +2,9 @@
 //! far it got, so that any worker — in this process or another, after a crash or not — knows what to do next.
 //!
 //! `managed-agents-host` drives it (`Host::enqueue`, `Host::wait`, its `Worker`); a store offers it through
-//! [`SessionStore::inbox`](crate::conversation::SessionStore::inbox). [`MemorySessionStore`] has one for tests and
-//! single processes; `managed-agents-store`'s SQLite and PostgreSQL stores have durable ones that many workers share.
+//! [`SessionStore::inbox`](crate::conversation::SessionStore::inbox).
+//! [`MemorySessionStore`](crate::conversation::MemorySessionStore) has one for tests and single processes;
+//! `managed-agents-store`'s SQLite and PostgreSQL stores have durable ones that many workers share.
 //!
 //! ## A message's life
 //!
