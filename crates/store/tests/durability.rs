@@ -358,8 +358,9 @@ async fn a_model_config_round_trips_without_its_credential() {
     assert_eq!(reopened.load("c1").await.expect("load").expect("stored").model_config, expected);
 }
 
-/// A database of the first session schema (before model configurations) opens: its rows read as having no
-/// model configuration, the schema moves to version 2, and configurations are stored from then on.
+/// A database of the first session schema (before model configurations and the inbox) opens: its rows read as
+/// having no model configuration, the schema moves to version 3, configurations are stored from then on, and its
+/// conversations take queued messages.
 #[tokio::test]
 async fn a_database_of_the_first_session_schema_is_upgraded() {
     use managed_agents_core::ModelConfig;
@@ -398,7 +399,7 @@ async fn a_database_of_the_first_session_schema_is_upgraded() {
         .fetch_one(&mut connection)
         .await
         .expect("the version");
-    assert_eq!(version, 2);
+    assert_eq!(version, 3, "upgraded through the model configuration (2) and the inbox (3)");
     connection.close().await.expect("close");
 
     let lease = store.acquire("old", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");
@@ -406,4 +407,10 @@ async fn a_database_of_the_first_session_schema_is_upgraded() {
     updated.model_config = ModelConfig::new().model("claude-sonnet-4-6");
     store.save(&updated, &lease).await.expect("save");
     assert_eq!(store.load("old").await.expect("load").expect("stored").model_config, updated.model_config);
+    store.release(&lease).await.expect("release");
+    // The old conversation takes queued messages.
+    let inbox = store.inbox().expect("an inbox");
+    inbox.enqueue("old", "hello again", &serde_json::Map::new()).await.expect("enqueue");
+    let claimed = inbox.claim("worker", Duration::from_secs(600), 10).await.expect("claim");
+    assert_eq!(claimed.iter().map(|lease| lease.external_id.as_str()).collect::<Vec<_>>(), ["old"]);
 }

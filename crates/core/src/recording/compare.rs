@@ -115,12 +115,24 @@ fn percent_decoded(text: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
 }
 
-/// `json` with every id, UUID and timestamp string replaced.
+/// The prefix of the keys managed-agents itself writes into a request (session tags such as the host's
+/// `managed_agents_conversation`): their values name the run (its conversation), not what the app asked, and are
+/// compared as ids.
+const OWN_KEY_PREFIX: &str = "managed_agents_";
+
+/// `json` with every id, UUID and timestamp string replaced, and the string values of our own keys.
 fn normalized_json(json: &Value) -> Value {
     match json {
         Value::String(text) => Value::String(normalized_text(text)),
         Value::Array(items) => Value::Array(items.iter().map(normalized_json).collect()),
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), normalized_json(v))).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| match value {
+                    Value::String(_) if key.starts_with(OWN_KEY_PREFIX) => (key.clone(), Value::from("<id>")),
+                    _ => (key.clone(), normalized_json(value)),
+                })
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -211,6 +223,24 @@ mod tests {
             headers: Default::default(),
             body: body.map(Body::Json),
         }
+    }
+
+    #[test]
+    fn the_session_tags_of_another_conversation_do_not_count() {
+        let tagged = |tag: &str| {
+            request(
+                "POST",
+                "/v1/sessions",
+                Some(json!({"metadata": {"managed_agents_conversation": tag, "team": "a"}})),
+            )
+        };
+        assert_eq!(request_difference(&tagged("c6b004503915dbfda"), &tagged("c56e72ad507ec3479")), None);
+        let other_team = request(
+            "POST",
+            "/v1/sessions",
+            Some(json!({"metadata": {"managed_agents_conversation": "c1", "team": "b"}})),
+        );
+        assert!(request_difference(&tagged("c1"), &other_team).is_some(), "the app's own metadata still counts");
     }
 
     #[test]
