@@ -199,7 +199,7 @@ mod checks {
                     .fetch_all(&mut connection)
                     .await
                     .expect("versions");
-            assert_eq!(versions, [("provision".to_string(), 1), ("sessions".to_string(), 2)]);
+            assert_eq!(versions, [("provision".to_string(), 1), ("sessions".to_string(), 3)]);
         })
         .await;
     }
@@ -360,8 +360,9 @@ mod checks {
         .await;
     }
 
-    /// A schema of the first session version (before model configurations) is upgraded on connect: its rows
-    /// read as having no model configuration, and configurations are stored from then on.
+    /// A schema of the first session version (before model configurations and the inbox) is upgraded on
+    /// connect: its rows read as having no model configuration, configurations are stored from then on, and its
+    /// conversations take queued messages.
     async fn a_database_of_the_first_session_schema_is_upgraded(url: String) {
         use managed_agents_core::ModelConfig;
 
@@ -399,13 +400,19 @@ mod checks {
                     .fetch_one(&mut connection)
                     .await
                     .expect("the version");
-            assert_eq!(version, 2);
+            assert_eq!(version, 3, "upgraded through the model configuration (2) and the inbox (3)");
 
             let lease = store.acquire("old", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");
             let mut updated = old.clone();
             updated.model_config = ModelConfig::new().model("claude-sonnet-4-6");
             store.save(&updated, &lease).await.expect("save");
             assert_eq!(store.load("old").await.expect("load").expect("stored").model_config, updated.model_config);
+            store.release(&lease).await.expect("release");
+            // The old conversation takes queued messages.
+            let inbox = store.inbox().expect("an inbox");
+            inbox.enqueue("old", "hello again", &serde_json::Map::new()).await.expect("enqueue");
+            let claimed = inbox.claim("worker", Duration::from_secs(600), 10).await.expect("claim");
+            assert_eq!(claimed.iter().map(|lease| lease.external_id.as_str()).collect::<Vec<_>>(), ["old"]);
         })
         .await;
     }
