@@ -243,7 +243,7 @@ impl Host {
     pub(crate) async fn adopt(&self, lease: Lease, asked: Instant) -> Option<HeldLease> {
         let inner = &self.inner;
         match inner.locks.try_lock(&lease.external_id) {
-            Some(local) => Some(HeldLease::adopt(Arc::clone(&inner.store), lease, inner.lease_ttl, asked, local)),
+            Some(local) => Some(HeldLease::start(Arc::clone(&inner.store), lease, inner.lease_ttl, asked, local)),
             None => {
                 if let Err(error) = inner.store.release(&lease).await {
                     tracing::warn!(external_id = %lease.external_id, %error, "could not give a claim back");

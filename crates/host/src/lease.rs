@@ -102,20 +102,6 @@ impl Locks {
     }
 }
 
-impl HeldLease {
-    /// Holds (and starts renewing) `lease`, which a claim took for this host at `asked`, under this process's
-    /// lock on its conversation.
-    pub(crate) fn adopt(
-        store: Arc<dyn SessionStore>,
-        lease: Lease,
-        ttl: Duration,
-        asked: Instant,
-        local: OwnedMutexGuard<()>,
-    ) -> Self {
-        Self::start(store, lease, ttl, asked, local)
-    }
-}
-
 fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86_400 * 365)
 }
@@ -133,7 +119,9 @@ pub(crate) struct HeldLease {
 }
 
 impl HeldLease {
-    fn start(
+    /// Holds (and starts renewing) `lease`, taken for this host at `asked` (by [`LeaseRequest::acquire`] or a
+    /// claim), under this process's lock on its conversation.
+    pub(crate) fn start(
         store: Arc<dyn SessionStore>,
         lease: Lease,
         ttl: Duration,
