@@ -20,7 +20,7 @@ use libtest_mimic::{Arguments, Completion, Trial};
 use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::{Script, ScriptTurn, Scripts};
-use managed_agents_core::conversation::{ConversationFilter, ConversationStatus};
+use managed_agents_core::conversation::{ConversationFilter, ConversationStatus, SessionStore};
 use managed_agents_core::inbox::MessageState;
 use managed_agents_core::{AgentHandle, tool_fn_with_info};
 use managed_agents_host::{Host, Worker, WorkerSettings};
@@ -104,6 +104,18 @@ struct Fleet {
 }
 
 impl Fleet {
+    /// The emulator, the fleet's settings on `place`, its store, and the host the web side enqueues with.
+    async fn start(place: Place) -> (ClaudeEmulator, Self, Arc<dyn SessionStore>, Host) {
+        let emulator = ClaudeEmulator::start(scripts()).await.expect("the emulator starts");
+        let (provider, agent) = support::claude_provider(&emulator);
+        let runs = place.dir.path().join("tool-runs");
+        let fleet = Self { base_url: emulator.base_url(), agent: agent.clone(), runs, place };
+        let store = fleet.place.open().await;
+        let web =
+            Host::builder(provider, Arc::clone(&store), managed_agents_core::NoTools).agent(agent).build().unwrap();
+        (emulator, fleet, store, web)
+    }
+
     fn spawn(&self) -> Child {
         self.spawn_with(&[])
     }
@@ -129,12 +141,7 @@ impl Fleet {
 }
 
 async fn fleet(place: Place) {
-    let emulator = ClaudeEmulator::start(scripts()).await.expect("the emulator starts");
-    let (provider, agent) = support::claude_provider(&emulator);
-    let runs = place.dir.path().join("tool-runs");
-    let fleet = Fleet { base_url: emulator.base_url(), agent: agent.clone(), runs, place };
-    let store = fleet.place.open().await;
-    let web = Host::builder(provider, Arc::clone(&store), managed_agents_core::NoTools).agent(agent).build().unwrap();
+    let (emulator, fleet, _, web) = Fleet::start(place).await;
 
     // The web side enqueues everything up front, three messages per conversation.
     let ids: Vec<String> = (0..CONVERSATIONS).map(|n| format!("fleet-{n:02}")).collect();
@@ -279,12 +286,8 @@ async fn bench(place: Place) {
     let count = |name: &str, default: usize| std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default);
     let (conversations, workers) = (count(BENCH_CONVERSATIONS_ENV, 10_000), count(BENCH_WORKERS_ENV, 8));
     let ttl = (TTL_ENV, BENCH_TTL.as_millis().to_string());
-    let emulator = ClaudeEmulator::start(scripts()).await.expect("the emulator starts");
-    let (provider, agent) = support::claude_provider(&emulator);
-    let runs = place.dir.path().join("tool-runs");
-    let fleet = Fleet { base_url: emulator.base_url(), agent: agent.clone(), runs, place };
-    let store = fleet.place.open().await;
-    let web = Host::builder(provider, Arc::clone(&store), managed_agents_core::NoTools).agent(agent).build().unwrap();
+    // The emulator serves for as long as it is held.
+    let (_emulator, fleet, store, web) = Fleet::start(place).await;
 
     let enqueue_started = Instant::now();
     for n in 0..conversations {
