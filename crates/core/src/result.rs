@@ -61,6 +61,12 @@ pub struct TurnResult {
     /// Server-side tool calls, observed only.
     #[serde(default)]
     pub server_tool_uses: Vec<ToolUse>,
+    /// Calls the loop host waits on that another client of the session answers, not this one: a self-hosted
+    /// environment's worker runs the built-in tools while the application answers its custom tools. A turn that
+    /// waits only on such calls keeps the session waiting for the loop host to move on, instead of failing as a
+    /// `requires_action` that names nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub awaited_elsewhere: Vec<ToolUse>,
     /// The turn's usage, when the wire reported any.
     #[serde(default)]
     pub usage: Option<Usage>,
@@ -84,6 +90,7 @@ impl TurnResult {
             text: String::new(),
             custom_tool_uses: Vec::new(),
             server_tool_uses: Vec::new(),
+            awaited_elsewhere: Vec::new(),
             usage: None,
             threads: Vec::new(),
             events: Vec::new(),

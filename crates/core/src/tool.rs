@@ -62,6 +62,10 @@ pub enum ToolKind {
     /// the call ([`ToolResult::allow`]), an error result denies it with its text as the reason
     /// ([`ToolResult::deny`]).
     Confirmation,
+    /// A built-in tool of the loop host that this machine runs for it: the toolset of a Claude self-hosted
+    /// environment, whose worker executes the agent's `bash`, `read`, … calls. The [`Handler`](crate::Handler) runs
+    /// it like a custom tool, and its [`ToolResult`] answers the host's built-in call.
+    Builtin,
 }
 
 impl ToolKind {

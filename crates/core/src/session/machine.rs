@@ -541,7 +541,10 @@ impl Machine {
             Terminal::RequiresAction if self.out_of_turns() && !self.request.interrupted => self.fail_max_turns(out),
             Terminal::RequiresAction => {
                 let uses = self.unanswered(turn.custom_tool_uses);
-                if uses.is_empty() {
+                if uses.is_empty() && !turn.awaited_elsewhere.is_empty() && self.config.mode == Mode::Streaming {
+                    // Another client of the session answers what the host waits on: wait for the next boundary.
+                    self.state = State::in_flight();
+                } else if uses.is_empty() {
                     self.state = State::Recovering;
                     let events = if self.config.retention.keeps_all() {
                         self.request.events.to_vec()
