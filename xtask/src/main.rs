@@ -26,6 +26,7 @@ mod registry;
 /// The library crates users depend on, in dependency order.
 const LIBRARIES: &[&str] = &[
     "managed-agents-core",
+    "managed-agents-toolset",
     "managed-agents-conformance",
     "managed-agents-local",
     "managed-agents-claude",
@@ -40,6 +41,7 @@ const LIBRARIES: &[&str] = &[
 /// The library crates published for users (the binary crate has no library API), in publish order.
 const PUBLISHED_LIBRARIES: &[&str] = &[
     "managed-agents-core",
+    "managed-agents-toolset",
     "managed-agents-conformance",
     "managed-agents-local",
     "managed-agents-claude",
