@@ -238,17 +238,28 @@ pub struct ScriptToolCall {
     /// [`confirmations`](crate::BackendCapabilities::confirmations) capability cannot play it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub host_side: bool,
+    /// A text the call's result must contain (see [`ScriptToolCall::expecting`]); `None`: any result will do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
 }
 
 impl ScriptToolCall {
     /// A custom tool call.
     pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
-        Self { id: id.into(), name: name.into(), input, host_side: false }
+        Self { id: id.into(), name: name.into(), input, host_side: false, expect: None }
     }
 
     /// A host-side tool call that asks for confirmation first (see [`ScriptToolCall::host_side`]).
     pub fn host(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
         Self { host_side: true, ..Self::new(id, name, input) }
+    }
+
+    /// The same call, whose result must contain `text`: a backend that checks results (the Claude emulator's
+    /// self-hosted sessions, say) records every result that does not.
+    #[must_use]
+    pub fn expecting(mut self, text: impl Into<String>) -> Self {
+        self.expect = Some(text.into());
+        self
     }
 }
 

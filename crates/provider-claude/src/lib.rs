@@ -49,9 +49,20 @@
 //!   [`artifacts::INPUTS_DIR`].
 //! * [`SpendLimit`] / [`SpendLimitReached`]: a session's spend limit (the wire's `budget`) and the report of
 //!   reaching it.
+//! * Self-hosted environments (`worker` feature): `environment::EnvironmentWorker` long-polls an environment's
+//!   work queue with its key, serves each claimed session's tool calls on your machine — the built-in toolset
+//!   (`bash`, `read`, `write`, `edit`, `glob`, `grep`, from `managed-agents-toolset`, confined to a working
+//!   directory) and any custom tools of its own — through the same session loop, permission hook and ledger, while
+//!   heartbeating the item's lease; it downloads the agent's skills first, lets an item go once its session stays
+//!   idle, and drains on shutdown. The work queue itself is on [`ClaudeClient`] (`poll_work`, `ack_work`,
+//!   `heartbeat_work`, `get_work`, `update_work`, `list_work`, `work_stats`, `stop_work`, with
+//!   [`ClaudeClient::with_environment_key`]); [`provision::self_hosted`] makes an environment definition
+//!   self-hosted. An application driving such a session leaves the built-in calls to the worker
+//!   (`TurnResult::awaited_elsewhere`) and keeps waiting while it runs them.
 //! * `emulator` feature: [`emulator::ClaudeEmulator`], a Managed Agents server on loopback that plays a
 //!   conformance script with faults — host-side tool calls included, asking for confirmation as the agent's
-//!   permission policies say — and [`emulator::ClaudeBackend`] to run the conformance suite.
+//!   permission policies say, and self-hosted environments' work queues — and [`emulator::ClaudeBackend`] to run
+//!   the conformance suite.
 //!
 //! ## The crate's rooms
 //!
@@ -63,6 +74,7 @@
 //! | [`provision`] | [`ClaudeProvisioner`] (content-addressed agents and environments), what it hands out and reports, the create bodies, the runtimes' [`Bootstrap`](provision::Bootstrap) |
 //! | `wire` (private) | the Managed Agents wire: [`ClaudeClient`] and [`ClaudeConfig`] (the HTTP API, its files endpoints), the event vocabulary and how a turn's events fold, the event stream's SSE decoding, the API's timestamps, the model value, agent overrides, permission verdicts, live previews |
 //! | [`artifacts`] | [`ClaudeArtifacts`]: a session's files by name |
+//! | `environment` | feature `worker`: the self-hosted environment worker (the queue's items, their leases, serving a session, skills) |
 //! | [`emulator`] | feature `emulator`: [`emulator::ClaudeEmulator`] (its server, state, routes, resources, sessions and playback in files of their own) and [`emulator::ClaudeBackend`] |
 //!
 //! ## Example
@@ -103,6 +115,8 @@
 pub mod artifacts;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+#[cfg(feature = "worker")]
+pub mod environment;
 #[cfg(test)]
 mod parity;
 mod provider;

@@ -73,6 +73,25 @@
 //! checks it). Each finished POST is recorded ([`ClaudeEmulator::webhook_deliveries`],
 //! [`ClaudeEmulator::wait_for_webhook_deliveries`]); a failed one is logged, never retried.
 //!
+//! Self-hosted environments: an environment created with `config: {"type": "self_hosted"}` has a work queue
+//! that a worker long-polls, as the service's (the official SDK's `Work` resource and `EnvironmentWorker` drive
+//! it): `GET …/work/poll` (`block_ms` 1–999, `reclaim_older_than_ms`, the `Anthropic-Worker-ID` header; no work
+//! is a `200` with a JSON `null`, which the SDK reads as `None`), `POST …/work/{id}/ack`, `…/heartbeat`
+//! (`expected_last_heartbeat`, `NO_HEARTBEAT` first; a mismatch is a `412` carrying
+//! `error.details.current_state`), `…/stop` (`{force}`; `409` once stopped), `GET`/`POST …/work/{id}`
+//! (metadata), `GET …/work` (paged) and `GET …/work/stats`. A session created there queues a work item, and so
+//! does its next message once its last item stopped; a poll's item carries a `secret` (URL-safe base64 of JSON
+//! with a `sessions_token`). Leases last [`EmulatorOptions::work_lease_ttl`] past the ack or the last heartbeat;
+//! a lapsed one puts the item back on the queue. [`ClaudeEmulator::environment_key`] gives the environment's
+//! key: it and an item's sessions token are good only for that environment's (that item's) work endpoints and
+//! its sessions' worker calls (retrieve, events list, stream and send); any other credential is the account's
+//! and may do anything. In such a session a scripted host-side call of a built-in tool is the worker's to run:
+//! it is announced and waited on (`requires_action`), answered with `user.tool_result` (after an allowing
+//! `user.tool_confirmation` when it asked; a result the session does not await is a `400`), and the next turn
+//! plays once every awaited call is answered. Results are checked against [`ScriptToolCall::expecting`]
+//! ([`ClaudeEmulator::unexpected_tool_results`]); [`ClaudeEmulator::tool_result_events`] and
+//! [`ClaudeEmulator::work_items`] show what a session received and its environment's items.
+//!
 //! Scripts: [`ClaudeEmulator::start`] takes a [`Script`] (or [`Scripts::shared`]), whose turns go to whichever
 //! session asks next, or [`Scripts::per_session`], which builds a fresh script for each session (keyed by its
 //! `sesn_…` id) when its first turn is asked for, given that id and the input that asked (the kickoff's
@@ -119,9 +138,12 @@
 //! policies and verdicts), `previews` (live previews, a failed model request), `playback` (scripted turns as
 //! events, delivered with their faults),
 //! `replies` (errors and pages in the API's shapes), `records` (the records' shapes, the clock, queries),
-//! `webhooks` (signed deliveries of idle sessions) and `backend` ([`ClaudeBackend`]).
+//! `webhooks` (signed deliveries of idle sessions), `work` (self-hosted work queues and leases),
+//! `work_endpoints` (their HTTP endpoints), `credentials` (what environment keys and sessions tokens may do),
+//! `sandbox` (a self-hosted session's calls its worker answers) and `backend` ([`ClaudeBackend`]).
 
 mod backend;
+mod credentials;
 mod options;
 mod overrides;
 mod permissions;
@@ -133,14 +155,18 @@ mod replies;
 mod resources;
 mod roster;
 mod routes;
+mod sandbox;
 mod server;
 mod sessions;
+mod skills;
 mod state;
 mod threads;
 mod webhooks;
+mod work;
+mod work_endpoints;
 
 pub use backend::ClaudeBackend;
-pub use options::{EmulatorOptions, MALFORMED_FRAME_MARKER, WebhookEndpoint};
+pub use options::{DEFAULT_WORK_LEASE_TTL, EmulatorOptions, MALFORMED_FRAME_MARKER, WebhookEndpoint};
 pub use replay::ClaudeReplay;
 pub use server::{ClaudeEmulator, RecordedRequest};
 pub use webhooks::WebhookDelivery;

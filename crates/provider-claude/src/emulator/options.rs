@@ -1,5 +1,7 @@
-//! [`EmulatorOptions`]: how the emulator frames SSE, pages lists, treats uploads, cuts live previews and
-//! delivers webhooks.
+//! [`EmulatorOptions`]: how the emulator frames SSE, pages lists, treats uploads, cuts live previews,
+//! delivers webhooks and leases self-hosted work.
+
+use std::time::Duration;
 
 use managed_agents_core::Secret;
 
@@ -32,7 +34,15 @@ pub struct EmulatorOptions {
     /// Where to deliver signed webhooks each time a session goes idle (default: nowhere); see
     /// [`EmulatorOptions::with_webhooks`].
     pub webhooks: Option<WebhookEndpoint>,
+    /// How long a self-hosted environment's work item stays leased to its worker without a heartbeat (or, before
+    /// the first, since its ack) before it is queued again; default [`DEFAULT_WORK_LEASE_TTL`]. A heartbeat's
+    /// `ttl_seconds` reports it in whole seconds (rounded up).
+    pub work_lease_ttl: Duration,
 }
+
+/// The service's default work-item lease TTL (300 s), as the official SDK's session runner states it (its
+/// `SEND_RETRY_WINDOW`).
+pub const DEFAULT_WORK_LEASE_TTL: Duration = Duration::from_secs(300);
 
 /// A webhook endpoint the emulator delivers to: its URL and its `whsec_` signing secret (never printed).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +72,7 @@ impl Default for EmulatorOptions {
             uploads_downloadable: true,
             preview_chars: 0,
             webhooks: None,
+            work_lease_ttl: DEFAULT_WORK_LEASE_TTL,
         }
     }
 }
@@ -126,6 +137,14 @@ impl EmulatorOptions {
     #[must_use]
     pub fn with_webhooks(mut self, url: impl Into<String>, secret: impl Into<Secret>) -> Self {
         self.webhooks = Some(WebhookEndpoint::new(url, secret));
+        self
+    }
+
+    /// With self-hosted work leases of `ttl` (see [`EmulatorOptions::work_lease_ttl`]); tests use a second or
+    /// two to see a silent worker lose its item.
+    #[must_use]
+    pub fn with_work_lease_ttl(mut self, ttl: Duration) -> Self {
+        self.work_lease_ttl = ttl;
         self
     }
 }

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::emulator::options::MALFORMED_FRAME_MARKER;
 use crate::emulator::permissions::{self, Verdict};
 use crate::emulator::previews;
+use crate::emulator::sandbox::{self, SandboxCalls};
 use crate::emulator::state::{State, stamp};
 use crate::emulator::threads;
 
@@ -103,9 +104,15 @@ fn deliver(state: &mut State, session_id: &str, events: &[Value], faults: &[Faul
 
 /// The events of a scripted turn, and the calls it waits on. Host-side calls are played as the agent's `tools`
 /// configure them: one that asks first is announced with `evaluated_permission: "ask"` and waited on; one that is
-/// allowed runs at once (its result follows its call). A tool-use turn whose every call ran at once does not stop
-/// (no idle): the next turn follows.
-fn turn_events(state: &mut State, turn: &ScriptTurn, tools: &Value) -> (Vec<Value>, Vec<ScriptToolCall>, bool) {
+/// allowed runs at once (its result follows its call) — unless it runs in a self-hosted session's sandbox
+/// (`self_hosted`, see `sandbox`), where it is waited on too. A tool-use turn whose every call ran at once does
+/// not stop (no idle): the next turn follows.
+fn turn_events(
+    state: &mut State,
+    turn: &ScriptTurn,
+    tools: &Value,
+    self_hosted: bool,
+) -> (Vec<Value>, Vec<ScriptToolCall>, bool) {
     let mut events = vec![stamp(state, json!({"type": "session.status_running"}), None)];
     let start = stamp(state, json!({"type": "span.model_request_start"}), None);
     let mut start_id = start["id"].clone();
@@ -132,6 +139,7 @@ fn turn_events(state: &mut State, turn: &ScriptTurn, tools: &Value) -> (Vec<Valu
         let mcp = host.mcp_server.is_some();
         match &host.verdict {
             Verdict::Ask => waits_on.push(call.clone()),
+            Verdict::Allow if sandbox::in_sandbox(self_hosted, &host) => waits_on.push(call.clone()),
             Verdict::Allow => events.push(stamp(state, host_tool_result(call, mcp, None), None)),
             Verdict::Deny(reason) => events.push(stamp(state, permissions::refusal(call, mcp, reason), None)),
         }
@@ -185,6 +193,7 @@ pub(super) fn interrupt_turn(state: &mut State, session_id: &str) {
     session.playing = false;
     session.interrupts += 1;
     session.awaiting.clear();
+    session.sandbox = SandboxCalls::default();
     session.results.clear();
     session.interrupted.notify_waiters();
     let idle = stamp(state, json!({"type": "session.status_idle", "stop_reason": {"type": "end_turn"}}), None);
@@ -257,7 +266,9 @@ async fn play_turn(state: &Shared<State>, session_id: &str, input: Option<&Recor
         return false;
     }
     let tools = threads::tools_of_turn(&guard, &session_id, &turn);
-    let (mut events, awaiting, split) = turn_events(&mut guard, &turn, &tools);
+    let self_hosted = guard.sessions.get(&session_id).is_some_and(|s| s.self_hosted);
+    let (mut events, awaiting, split) = turn_events(&mut guard, &turn, &tools, self_hosted);
+    let sandbox = SandboxCalls::of_turn(self_hosted, &tools, &awaiting);
     threads::arrange(&mut guard, &session_id, &turn, &mut events);
     // A tool-use turn whose host-side calls all ran at once goes straight on to the next turn.
     let continues = turn.stop == ScriptStop::ToolUse && awaiting.is_empty();
@@ -278,6 +289,7 @@ async fn play_turn(state: &Shared<State>, session_id: &str, input: Option<&Recor
     }
     if let Some(session) = guard.sessions.get_mut(&session_id) {
         session.awaiting = awaiting;
+        session.sandbox = sandbox;
         session.split = split;
         session.results.clear();
         // The turn's end is emitted below: from then on an interrupt finds the session idle (or waiting on calls).

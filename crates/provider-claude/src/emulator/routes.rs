@@ -1,19 +1,22 @@
 //! The emulator's one route: checks the credentials and headers the API requires, answers injected failures,
-//! then dispatches on method and path.
+//! checks what a minted credential may do (see `credentials`), then dispatches on method and path.
 
 use managed_agents_conformance::emulator::Shared;
 use managed_agents_core::http::server::{ReceivedRequest, ResponseBody, json_response};
 use managed_agents_core::http::{HeaderMap, Method, Response, StatusCode};
 use serde_json::{Value, json};
 
+use crate::emulator::credentials::authorize;
 use crate::emulator::records::Query;
 use crate::emulator::replies::{error, invalid, not_found, page};
 use crate::emulator::resources::{
     add_resource, archive, create, get, list, list_files, remove_resource, update, upload,
 };
 use crate::emulator::sessions::{create_session, list_events, list_sessions, open_stream, post_events};
+use crate::emulator::skills;
 use crate::emulator::state::{Kind, State};
 use crate::emulator::threads;
+use crate::emulator::work_endpoints;
 use crate::wire::client::MANAGED_AGENTS_BETA;
 
 /// The credential a request carries: `x-api-key`, else an `Authorization: Bearer <token>` (the official SDKs send
@@ -52,6 +55,10 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
     if !is_files && !beta.as_deref().is_some_and(|b| b.split(',').any(|b| b.trim() == MANAGED_AGENTS_BETA)) {
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "the managed-agents beta header is required");
     }
+    let authorized = authorize(&state.lock(), key, &request.method, &segments);
+    if let Err(message) = authorized {
+        return error(StatusCode::FORBIDDEN, "permission_error", &message);
+    }
     match (&request.method, segments.as_slice()) {
         (&Method::POST, ["v1", "agents"]) => create(&state, Kind::Agent, body),
         (&Method::GET, ["v1", "agents"]) => list(&state, &query, |s| s.agents.values().cloned().collect()),
@@ -64,6 +71,9 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
         (&Method::POST, ["v1", "environments", id]) => update(&state, Kind::Environment, id, body),
         (&Method::POST, ["v1", "environments", id, "archive"]) => {
             archive(&state, |s| s.environments.get_mut(*id), "environment")
+        }
+        (method, ["v1", "environments", id, "work", rest @ ..]) => {
+            work_endpoints::serve(&state, method, id, rest, &query, &request.headers, &request.body).await
         }
         (&Method::DELETE, ["v1", "environments", id]) => match state.lock().environments.remove(*id) {
             Some(_) => json_response(StatusCode::OK, &json!({"id": id, "type": "environment_deleted"})),
@@ -114,6 +124,10 @@ pub(super) async fn route(state: Shared<State>, request: ReceivedRequest) -> Res
             }
         }
         (&Method::DELETE, ["v1", "sessions", id, "resources", resource]) => remove_resource(&state, id, resource),
+        (&Method::GET, ["v1", "skills", id, "versions", version]) => skills::get_version(&state.lock(), id, version),
+        (&Method::GET, ["v1", "skills", id, "versions", version, "content"]) => {
+            skills::content(&state.lock(), id, version)
+        }
         (&Method::POST, ["v1", "files"]) => upload(&state, &request),
         (&Method::GET, ["v1", "files"]) => list_files(&state, &query),
         (&Method::GET, ["v1", "files", id]) => get(&state, |s| s.files.get(*id).map(|(meta, _)| meta.clone()), "file"),

@@ -1,5 +1,5 @@
 //! [`ClaudeEmulator`]: the server, its start, and what tests inspect or seed (records, files, the request and
-//! input logs, injected failures).
+//! input logs, injected failures, self-hosted environments' keys, work items and tool results).
 
 use std::io;
 use std::sync::MutexGuard;
@@ -7,7 +7,7 @@ use std::sync::MutexGuard;
 use managed_agents_conformance::emulator::{EmulatorServer, LoggedRequest};
 use managed_agents_conformance::{InputLog, Scripts};
 use managed_agents_core::Secret;
-use managed_agents_core::http::{Method, StatusCode};
+use managed_agents_core::http::{Bytes, Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::emulator::options::EmulatorOptions;
@@ -15,6 +15,7 @@ use crate::emulator::records;
 use crate::emulator::routes::{credential, route};
 use crate::emulator::state::{InjectedFailure, Kind, State, add_output};
 use crate::emulator::webhooks::{Deliveries, WebhookDelivery, Webhooks};
+use crate::emulator::work;
 use crate::provider::ClaudeManagedAgents;
 use crate::provider::builder::ClaudeManagedAgentsBuilder;
 
@@ -150,6 +151,64 @@ impl ClaudeEmulator {
             };
         }
         id
+    }
+
+    /// Creates a self-hosted environment (`config: {"type": "self_hosted"}`) named `name` directly (no request
+    /// recorded); returns its id ([`ClaudeEmulator::environment_key`] gives its key).
+    pub fn insert_self_hosted_environment(&self, name: &str) -> String {
+        let mut state = self.state();
+        let id = state.id("env");
+        let now = state.now();
+        let body = json!({"name": name, "config": {"type": "self_hosted"}});
+        let body = body.as_object().cloned().unwrap_or_default();
+        if let Ok(record) = records::new_environment(&id, &now, &body) {
+            state.environments.insert(id.clone(), record);
+        }
+        id
+    }
+
+    /// Adds a version of skill `skill_id` named `name` whose files are `archive` (a zip or a tar, gzipped or
+    /// not); returns the version's id. `latest` names the newest version of a skill.
+    pub fn insert_skill(&self, skill_id: &str, name: &str, archive: impl Into<Bytes>) -> String {
+        let mut state = self.state();
+        let version = state.id("skillver");
+        state.skills.push(crate::emulator::skills::SkillVersion {
+            skill_id: skill_id.to_string(),
+            version: version.clone(),
+            name: name.to_string(),
+            archive: archive.into(),
+        });
+        version
+    }
+
+    /// The key of self-hosted environment `environment_id`, as its workers authenticate (`Authorization: Bearer`):
+    /// good for the environment's work endpoints and its sessions' worker calls (retrieve, events list, stream and
+    /// send) only. Minted when first asked for; `None` when there is no such environment or it is not
+    /// self-hosted.
+    pub fn environment_key(&self, environment_id: &str) -> Option<String> {
+        work::environment_key(&mut self.state(), environment_id)
+    }
+
+    /// The work items of environment `environment_id` in the order they were queued, as `GET …/work/{id}` returns
+    /// them (no `secret`). Each lapsed lease is ended first, as any work request would.
+    pub fn work_items(&self, environment_id: &str) -> Vec<Value> {
+        let mut state = self.state();
+        work::expire(&mut state);
+        state.work.of_environment(environment_id).map(|item| item.to_json(false)).collect()
+    }
+
+    /// The `user.tool_result` events session `session_id` received, in order, as its history keeps them.
+    pub fn tool_result_events(&self, session_id: &str) -> Vec<Value> {
+        let state = self.state();
+        let history = state.sessions.get(session_id).map(|s| s.history.as_slice()).unwrap_or_default();
+        history.iter().filter(|event| event["type"] == "user.tool_result").cloned().collect()
+    }
+
+    /// One line per tool result (custom or built-in) that did not contain its call's expected text
+    /// ([`ScriptToolCall::expecting`]), naming the session, the call and the text received; in the order they
+    /// arrived. Empty when every result met its expectation.
+    pub fn unexpected_tool_results(&self) -> Vec<String> {
+        self.state().work.unexpected.clone()
     }
 
     /// The agent record `id` as the server keeps it.

@@ -1,5 +1,7 @@
 //! Sessions: create (with `initial_events`), list, the event stream, the history, and the posted events that
-//! answer calls and start turns.
+//! answer calls and start turns. A session of a self-hosted environment queues a work item when it is created
+//! and when a turn-starting input arrives after its last item stopped (see `work`); its worker's
+//! `user.tool_result` events answer its sandbox calls (see `sandbox`).
 
 use managed_agents_conformance::emulator::Shared;
 use managed_agents_conformance::{RecordedInput, ScriptTurn};
@@ -15,7 +17,9 @@ use crate::emulator::previews;
 use crate::emulator::records::{self, Query, TimeFilter};
 use crate::emulator::replies::{error, invalid, not_found, ordered, page};
 use crate::emulator::resources::creation_resources;
+use crate::emulator::sandbox::{self, Confirmed};
 use crate::emulator::state::{SessionState, State, stamp};
+use crate::emulator::work::{self, is_self_hosted};
 use crate::emulator::{roster, threads};
 
 /// Lists sessions: `agent_id`, `agent_version`, `statuses[]`, `include_archived`, `created_at[…]`, `order`;
@@ -87,9 +91,9 @@ fn new_session(state: &Shared<State>, body: &Value) -> Result<Value, Box<Respons
     }
     let mut state = state.lock();
     let Some(agent_record) = state.agents.get(&agent).cloned() else { return Err(Box::new(not_found("agent"))) };
-    if !state.environments.contains_key(&environment_id) {
+    let Some(self_hosted) = state.environments.get(&environment_id).map(is_self_hosted) else {
         return Err(Box::new(not_found("environment")));
-    }
+    };
     let agent_record = overrides::overridden(&agent_record, &body["agent"]).map_err(|m| Box::new(invalid(&m)))?;
     if let Some(model) = body["agent"]["model"].as_str().or_else(|| body["agent"]["model"]["id"].as_str()) {
         state.log.record_model(model);
@@ -102,7 +106,8 @@ fn new_session(state: &Shared<State>, body: &Value) -> Result<Value, Box<Respons
     if !record["agent"]["multiagent"].is_null() {
         record["agent"]["multiagent"] = roster::session_roster(&state.agents, &record["agent"]);
     }
-    state.sessions.insert(id, SessionState { record: record.clone(), ..SessionState::default() });
+    state.sessions.insert(id.clone(), SessionState { record: record.clone(), self_hosted, ..SessionState::default() });
+    work::enqueue(&mut state, &id);
     Ok(record)
 }
 
@@ -182,6 +187,9 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
         if let Err(message) = threads::check_post(&mut guard, session_id, &events) {
             return invalid(&message);
         }
+        if let Err(message) = sandbox::check_post(&guard.sessions[session_id], &events) {
+            return invalid(&message);
+        }
         let starting = starting_input(&guard.sessions[session_id], &events);
         let refusal = match &starting {
             Some(input) => guard.player.peek(session_id, Some(input)).and_then(ScriptTurn::http_error),
@@ -204,6 +212,9 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
         let mut echoed = Vec::new();
         let mut results = Vec::new();
         let mut confirmed = Vec::new();
+        // A sandbox call was allowed: it now awaits its worker's result, and the session says so again.
+        let mut progressed = false;
+        let mut starts = false;
         for event in events {
             let Value::Object(_) = &event else { continue };
             let mut event = event;
@@ -224,6 +235,7 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
                         guard.log.record(input);
                     }
                     play_next = true;
+                    starts = true;
                 }
                 Some("user.custom_tool_result") => {
                     let id = event["custom_tool_use_id"].as_str().unwrap_or_default();
@@ -233,10 +245,12 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
                     } else {
                         ToolResult::ok(id, text)
                     };
+                    sandbox::check_expected(&mut guard, session_id, id, &sandbox::result_text(&event));
                     results.push(result);
                 }
+                Some("user.tool_result") => results.push(sandbox::take_result(&mut guard, session_id, &event)),
                 Some("user.tool_confirmation") => {
-                    if let Some(answered) = confirm(&mut guard, session_id, &event) {
+                    if let Some(answered) = confirm(&mut guard, session_id, &event, &mut progressed) {
                         confirmed.push(answered);
                     }
                 }
@@ -259,8 +273,11 @@ pub(super) async fn post_events(state: &Shared<State>, session_id: &str, body: V
             trigger.get_or_insert_with(|| input.clone());
             guard.log.record(input);
         }
+        if starts {
+            work::enqueue(&mut guard, session_id);
+        }
         let answered: Vec<String> = results.iter().map(|r| r.tool_use_id.clone()).chain(confirmed).collect();
-        if !answered.is_empty() {
+        if !answered.is_empty() || progressed {
             let session = guard.sessions.get_mut(session_id).expect("checked above");
             let waited = !session.awaiting.is_empty();
             session.awaiting.retain(|call| !answered.contains(&call.id));
@@ -312,8 +329,9 @@ fn turn_input(kicked_off: bool, event: &Value) -> Option<RecordedInput> {
 
 /// Takes a `user.tool_confirmation`: records it, and for a call the session waits on, emits the tool's result
 /// (allowed: what it returned; denied: an error carrying the deny message). Returns the id of the call it
-/// answered, `None` when no awaited call has that id.
-fn confirm(state: &mut State, session_id: &str, event: &Value) -> Option<String> {
+/// answered, `None` when no awaited call has that id. A sandbox call that is allowed is not answered yet (its
+/// worker's result answers it): `progressed` is set instead.
+fn confirm(state: &mut State, session_id: &str, event: &Value, progressed: &mut bool) -> Option<String> {
     let id = event["tool_use_id"].as_str().unwrap_or_default().to_string();
     let allowed = event["result"] == "allow";
     let deny_message = event["deny_message"].as_str().map(str::to_string);
@@ -322,6 +340,14 @@ fn confirm(state: &mut State, session_id: &str, event: &Value) -> Option<String>
         allowed,
         deny_message: deny_message.clone(),
     });
+    match sandbox::confirm(state.sessions.get_mut(session_id)?, &id, allowed) {
+        Confirmed::Allowed => {
+            *progressed = true;
+            return None;
+        }
+        Confirmed::Ignored => return None,
+        Confirmed::Hosted | Confirmed::Denied => {}
+    }
     let session = state.sessions.get(session_id)?;
     let call = session.awaiting.iter().find(|call| call.id == id && call.host_side)?.clone();
     let mcp = permissions::host_tool(&session.record["agent"]["tools"], &call).mcp_server.is_some();

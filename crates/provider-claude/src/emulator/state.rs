@@ -1,5 +1,6 @@
 //! What the emulator keeps: agents, environments, sessions (history, open streams, awaited calls), files, the
-//! script player and input log, injected failures; ids, timestamps and SSE frames.
+//! self-hosted environments' work queues, the script player and input log, injected failures; ids, timestamps
+//! and SSE frames.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -14,8 +15,10 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::emulator::options::EmulatorOptions;
 use crate::emulator::records::Clock;
+use crate::emulator::sandbox::SandboxCalls;
 use crate::emulator::threads::SessionThreads;
 use crate::emulator::webhooks::Webhooks;
+use crate::emulator::work::WorkQueue;
 use crate::wire::files::content_type;
 
 type StreamSender = mpsc::UnboundedSender<Result<Bytes, io::Error>>;
@@ -41,6 +44,10 @@ pub(super) struct SessionState {
     pub(super) interrupts: u64,
     /// Wakes the playbacks of the session when it is interrupted (one stalling, say).
     pub(super) interrupted: Arc<Notify>,
+    /// It runs in a self-hosted environment (whose worker runs its built-in tools, see `sandbox`).
+    pub(super) self_hosted: bool,
+    /// The awaited calls its worker answers (a self-hosted session's).
+    pub(super) sandbox: SandboxCalls,
 }
 
 pub(super) struct State {
@@ -51,6 +58,8 @@ pub(super) struct State {
     pub(super) environments: HashMap<String, Value>,
     pub(super) sessions: HashMap<String, SessionState>,
     pub(super) files: HashMap<String, (Value, Bytes)>,
+    /// Skill versions, oldest first.
+    pub(super) skills: Vec<crate::emulator::skills::SkillVersion>,
     pub(super) log: InputLog,
     pub(super) clock: Clock,
     pub(super) injected: Vec<InjectedFailure>,
@@ -58,6 +67,8 @@ pub(super) struct State {
     pub(super) failing_model_requests: VecDeque<usize>,
     /// Where idle sessions are announced ([`EmulatorOptions::webhooks`]), if anywhere.
     pub(super) webhooks: Option<Webhooks>,
+    /// The self-hosted environments' work queues and credentials.
+    pub(super) work: WorkQueue,
 }
 
 /// A failure the emulator answers instead of serving a request (see [`ClaudeEmulator::fail_requests`]).
@@ -80,11 +91,13 @@ impl State {
             environments: HashMap::new(),
             sessions: HashMap::new(),
             files: HashMap::new(),
+            skills: Vec::new(),
             log: InputLog::new(),
             clock: Clock::default(),
             injected: Vec::new(),
             failing_model_requests: VecDeque::new(),
             webhooks: None,
+            work: WorkQueue::default(),
         }
     }
 

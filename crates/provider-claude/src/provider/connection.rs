@@ -5,7 +5,7 @@ use managed_agents_core::{Connection, Error, Event, Reconnected, SeenIds, Stream
 use serde_json::Value;
 
 use crate::wire::client::ClaudeClient;
-use crate::wire::events;
+use crate::wire::events::{self, Client};
 use crate::wire::previews::Previews;
 use crate::wire::stream::EventStream;
 
@@ -15,17 +15,19 @@ fn to_events(values: Vec<Value>) -> Vec<Event> {
 }
 
 /// One session's connection (a new session's, or a reattached one's).
-pub(super) struct ClaudeConnection {
+pub(crate) struct ClaudeConnection {
     /// The API client.
-    pub(super) client: ClaudeClient,
+    pub(crate) client: ClaudeClient,
     /// The session.
-    pub(super) session_id: String,
+    pub(crate) session_id: String,
     /// Whether this is a reattach by id.
-    pub(super) resumed: bool,
+    pub(crate) resumed: bool,
     /// The open stream; `None` until a reattached connection's first reconnect.
-    pub(super) stream: Option<EventStream>,
+    pub(crate) stream: Option<EventStream>,
     /// The live text previews its streams ask for, and what they showed.
-    pub(super) previews: Previews,
+    pub(crate) previews: Previews,
+    /// Which client of the session this is (what a reconnect recovers as owed).
+    pub(crate) client_role: Client,
 }
 
 #[async_trait]
@@ -50,7 +52,7 @@ impl StreamingConnection for ClaudeConnection {
         let history = to_events(self.client.list_all_events(&self.session_id).await?);
         // The new stream announces itself (`Connected`), which kicks off a session dropped before its kickoff.
         self.stream = Some(EventStream::new(body, self.client.idle_timeout()));
-        let pending = events::unanswered_tool_uses(&history);
+        let pending = events::unanswered_tool_uses_for(&history, &self.client_role);
         let seen_ids = history.iter().filter_map(Event::id).map(str::to_string).collect();
         let missed = seen.unseen(history);
         Ok(Reconnected::new(pending, missed, seen_ids))

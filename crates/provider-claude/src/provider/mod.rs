@@ -4,7 +4,7 @@
 //! (`spend_limit`).
 
 pub(crate) mod builder;
-mod connection;
+pub(crate) mod connection;
 pub(crate) mod resources;
 mod run_client;
 mod session_create;
@@ -25,7 +25,7 @@ use crate::provision::bootstrap::Bootstrap;
 use crate::provision::provisioned::{Origin, ResourceKind};
 use crate::provision::provisioner::ClaudeProvisioner;
 use crate::wire::client::ClaudeClient;
-use crate::wire::events;
+use crate::wire::events::{self, Client};
 use crate::wire::excerpt;
 use crate::wire::model::native_model;
 use crate::wire::previews::Previews;
@@ -153,6 +153,7 @@ impl Provider for ClaudeManagedAgents {
                 resumed: true,
                 stream: None,
                 previews,
+                client_role: Client::App,
             })));
         }
         let agent = request
@@ -182,6 +183,7 @@ impl Provider for ClaudeManagedAgents {
             resumed: false,
             stream: Some(stream),
             previews,
+            client_role: Client::App,
         })))
     }
 

@@ -18,7 +18,14 @@ pub struct ClaudeAgent {
     pub spec: AgentSpec,
     /// How the agent delegates to other agents in threads of its sessions (`multiagent`); `None`: it does not.
     pub multiagent: Option<Multiagent>,
+    /// The built-in toolset (`bash`, `read`, `write`, `edit`, `glob`, `grep`) as the agent's `tools` list
+    /// declares it (`{"type": "agent_toolset_20260401", …}`, verbatim); `None`: the agent has custom tools only.
+    /// In a self-hosted environment these tools run on the environment's worker.
+    pub toolset: Option<Value>,
 }
+
+/// The type of the built-in agent toolset this crate knows (`bash`, `read`, `write`, `edit`, `glob`, `grep`).
+pub const AGENT_TOOLSET: &str = "agent_toolset_20260401";
 
 impl From<AgentSpec> for ClaudeAgent {
     fn from(spec: AgentSpec) -> Self {
@@ -29,7 +36,19 @@ impl From<AgentSpec> for ClaudeAgent {
 impl ClaudeAgent {
     /// The definition `spec`, with no Claude-only field.
     pub fn new(spec: AgentSpec) -> Self {
-        Self { spec, multiagent: None }
+        Self { spec, multiagent: None, toolset: None }
+    }
+
+    /// With the built-in toolset, every tool under the permission policy `policy` (`"always_allow"`, or
+    /// `"always_ask"`: each call waits for the application's confirmation).
+    pub fn builtin_toolset(self, policy: &str) -> Self {
+        self.toolset(json!({"type": AGENT_TOOLSET, "default_config": {"permission_policy": {"type": policy}}}))
+    }
+
+    /// With the built-in toolset declared as `toolset` (its wire form, verbatim: per-tool `configs` and all).
+    pub fn toolset(mut self, toolset: Value) -> Self {
+        self.toolset = Some(toolset);
+        self
     }
 
     /// With a multi-agent configuration (a coordinator's roster: [`Multiagent::coordinator`]).
@@ -48,10 +67,17 @@ impl ClaudeAgent {
     /// digest of the spec's digest together with the Claude fields' wire form.
     pub fn digest(&self) -> Digest {
         let spec = self.spec.digest();
-        match &self.multiagent {
-            None => spec,
-            Some(multiagent) => Digest::of_json(&json!({"spec": spec.hex(), "multiagent": multiagent.to_wire()})),
+        if self.multiagent.is_none() && self.toolset.is_none() {
+            return spec;
         }
+        let mut fields = json!({"spec": spec.hex()});
+        if let Some(multiagent) = &self.multiagent {
+            fields["multiagent"] = multiagent.to_wire();
+        }
+        if let Some(toolset) = &self.toolset {
+            fields["toolset"] = toolset.clone();
+        }
+        Digest::of_json(&fields)
     }
 
     /// The create-agent body under `name`: the spec's, with the Claude fields.
@@ -59,6 +85,9 @@ impl ClaudeAgent {
         let mut body = agent_body(&self.spec, name)?;
         if let Some(multiagent) = &self.multiagent {
             body["multiagent"] = multiagent.to_wire();
+        }
+        if let (Some(toolset), Some(tools)) = (&self.toolset, body["tools"].as_array_mut()) {
+            tools.insert(0, toolset.clone());
         }
         Ok(body)
     }
@@ -68,6 +97,20 @@ impl ClaudeAgent {
 mod tests {
     use super::*;
     use crate::provision::roster::RosterEntry;
+
+    #[test]
+    fn the_built_in_toolset_is_declared_first_and_counts_in_the_digest() {
+        let plain = ClaudeAgent::new(spec());
+        let tooled = ClaudeAgent::new(spec()).builtin_toolset("always_allow");
+        assert_ne!(tooled.digest(), plain.digest());
+        assert_ne!(tooled.digest(), ClaudeAgent::new(spec()).builtin_toolset("always_ask").digest());
+        let tools = tooled.body("lead_1").unwrap()["tools"].clone();
+        assert_eq!(
+            tools[0],
+            json!({"type": AGENT_TOOLSET,
+            "default_config": {"permission_policy": {"type": "always_allow"}}})
+        );
+    }
 
     fn spec() -> AgentSpec {
         AgentSpec::new("lead", "Delegate.").model("claude-opus-4-8")

@@ -29,6 +29,17 @@ pub(crate) fn agent_body(spec: &AgentSpec, name: &str) -> Result<Value, Error> {
     Ok(body)
 }
 
+/// `spec` as a self-hosted environment (`config: {"type": "self_hosted"}`): the agent loop stays on Anthropic's side
+/// and the built-in tools run where its worker runs (`environment::EnvironmentWorker`, feature `worker`). The config is part of the spec's digest, so a self-hosted environment is never confused with a
+/// cloud one of the same name. Its networking and packages are the worker machine's own business: they are not
+/// sent.
+pub fn self_hosted(spec: EnvironmentSpec) -> EnvironmentSpec {
+    spec.config(json!({"type": SELF_HOSTED}))
+}
+
+/// The `config.type` of a self-hosted environment.
+pub const SELF_HOSTED: &str = "self_hosted";
+
 /// The environment `config` for `spec`: its `config` verbatim when given; otherwise a cloud environment with the
 /// spec's networking and packages. Runtimes never reach the wire, but when there are some and the networking is
 /// limited, the hosts their bootstrap needs are allowed ([`MISE_HOSTS`](crate::provision::MISE_HOSTS)).
@@ -65,6 +76,14 @@ fn wire_config(spec: &EnvironmentSpec) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_self_hosted_environment_sends_its_type_and_digests_apart_from_a_cloud_one() {
+        let cloud = EnvironmentSpec::new().name("tools");
+        let hosted = self_hosted(cloud.clone());
+        assert_eq!(environment_config(&hosted), json!({"type": "self_hosted"}));
+        assert_ne!(hosted.digest(), cloud.digest());
+    }
 
     #[test]
     fn the_environment_config_follows_the_spec() {

@@ -51,8 +51,8 @@ pub(crate) mod provisioned;
 pub(crate) mod provisioner;
 pub(crate) mod roster;
 
-pub use agent::ClaudeAgent;
-pub use bodies::environment_config;
+pub use agent::{AGENT_TOOLSET, ClaudeAgent};
+pub use bodies::{SELF_HOSTED, environment_config, self_hosted};
 pub use bootstrap::{BASHRC_MARKER, Bootstrap, MISE_HOSTS};
 pub use provisioned::{Origin, Provisioned, PruneFailure, PruneReport, ResourceKind};
 pub use provisioner::{ClaudeProvisioner, DEFAULT_ENVIRONMENT_BASE};

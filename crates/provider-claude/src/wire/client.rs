@@ -107,6 +107,11 @@ pub(super) fn session_path(session_id: &str, sub: &str) -> String {
 pub struct ClaudeClient {
     http: HttpClient,
     config: ClaudeConfig,
+    /// The credential goes as `Authorization: Bearer` (a self-hosted environment's key, or a work item's sessions
+    /// token) instead of `x-api-key`.
+    bearer: bool,
+    /// The recorder the HTTP client writes to, if any: told every credential the client is given.
+    recorder: Option<Recorder>,
 }
 
 /// A request body.
@@ -144,11 +149,11 @@ impl ClaudeClient {
     /// fail here).
     pub(crate) fn new(config: ClaudeConfig, recorder: Option<Recorder>) -> Result<Self, Error> {
         let mut http = HttpClient::with_options(&config.http.options)?;
-        if let Some(recorder) = recorder {
+        if let Some(recorder) = &recorder {
             recorder.secret(&config.api_key);
-            http = http.with_recorder(recorder);
+            http = http.with_recorder(recorder.clone());
         }
-        Ok(Self { http, config })
+        Ok(Self { http, config, bearer: false, recorder })
     }
 
     /// The configuration.
@@ -162,7 +167,22 @@ impl ClaudeClient {
         let mut config = self.config.clone();
         config.api_key = api_key.unwrap_or(config.api_key);
         config.base_url = base_url.unwrap_or(config.base_url);
-        Self { http: self.http.clone(), config }
+        if let Some(recorder) = &self.recorder {
+            recorder.secret(&config.api_key);
+        }
+        Self { http: self.http.clone(), config, bearer: self.bearer, recorder: self.recorder.clone() }
+    }
+
+    /// The same client — HTTP settings, connection pool, destination — authenticating with a self-hosted
+    /// environment's key (as `Authorization: Bearer`, the way the work queue and the environment's sessions take
+    /// it) instead of the account's API key. The key is as secret as the API key: it never prints.
+    pub fn with_environment_key(&self, key: impl Into<Secret>) -> Self {
+        let mut config = self.config.clone();
+        config.api_key = key.into();
+        if let Some(recorder) = &self.recorder {
+            recorder.secret(&config.api_key);
+        }
+        Self { http: self.http.clone(), config, bearer: true, recorder: self.recorder.clone() }
     }
 
     fn build_request(
@@ -172,6 +192,7 @@ impl ClaudeClient {
         body: &Body,
         beta: Beta,
         accept: &str,
+        extra: Option<&(&'static str, HeaderValue)>,
     ) -> Result<Request<RequestBody>, Error> {
         let beta = match beta {
             Beta::ManagedAgents => self.config.beta.clone(),
@@ -182,13 +203,25 @@ impl ClaudeClient {
         let mut key = HeaderValue::try_from(self.config.api_key.expose())
             .map_err(|_| Error::invalid_option("api_key", "not a valid header value"))?;
         key.set_sensitive(true);
+        let (name, key) = if self.bearer {
+            let mut bearer = HeaderValue::try_from(format!("Bearer {}", self.config.api_key.expose()))
+                .map_err(|_| Error::invalid_option("environment_key", "not a valid header value"))?;
+            bearer.set_sensitive(true);
+            ("authorization", bearer)
+        } else {
+            ("x-api-key", key)
+        };
         let builder = Request::builder()
             .method(method.clone())
             .uri(&url)
-            .header("x-api-key", key)
+            .header(name, key)
             .header("anthropic-version", &self.config.anthropic_version)
             .header("anthropic-beta", beta)
             .header("accept", accept);
+        let builder = match extra {
+            Some((name, value)) => builder.header(*name, value.clone()),
+            None => builder,
+        };
         let request = match body {
             Body::None => builder.body(RequestBody::default()),
             Body::Json(value) => builder
@@ -209,11 +242,24 @@ impl ClaudeClient {
         beta: Beta,
         replay: Replay,
     ) -> Result<Response<IncomingBody>, Error> {
+        self.send_with(method, path_and_query, body, beta, replay, None).await
+    }
+
+    /// [`ClaudeClient::send`] with one more header.
+    async fn send_with(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Body,
+        beta: Beta,
+        replay: Replay,
+        extra: Option<(&'static str, HeaderValue)>,
+    ) -> Result<Response<IncomingBody>, Error> {
         let timeout = self.config.http.request_timeout;
         let accept = "application/json";
         self.http
             .send_with_retries(&self.config.http.retry, replay, timeout, || {
-                self.build_request(&method, path_and_query, &body, beta, accept)
+                self.build_request(&method, path_and_query, &body, beta, accept, extra.as_ref())
             })
             .await
     }
@@ -226,7 +272,31 @@ impl ClaudeClient {
         beta: Beta,
         replay: Replay,
     ) -> Result<Value, Error> {
-        let response = self.send(method, path_and_query, body, beta, replay).await?;
+        self.json_with(method, path_and_query, body, beta, replay, None).await
+    }
+
+    /// A managed-agents call with one more header (the worker id of a work poll).
+    pub(super) async fn json_with_header(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Body,
+        header: (&'static str, HeaderValue),
+        replay: Replay,
+    ) -> Result<Value, Error> {
+        self.json_with(method, path_and_query, body, Beta::ManagedAgents, replay, Some(header)).await
+    }
+
+    async fn json_with(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Body,
+        beta: Beta,
+        replay: Replay,
+        extra: Option<(&'static str, HeaderValue)>,
+    ) -> Result<Value, Error> {
+        let response = self.send_with(method, path_and_query, body, beta, replay, extra).await?;
         let bytes = read_body(response.into_body(), 64 << 20, self.config.http.request_timeout).await?;
         if bytes.is_empty() {
             return Ok(Value::Null);
@@ -459,7 +529,7 @@ impl ClaudeClient {
         let response = self
             .http
             .send_with_retries(&self.config.http.retry, Replay::Always, self.config.http.request_timeout, || {
-                self.build_request(&Method::GET, path, &Body::None, Beta::ManagedAgents, "text/event-stream")
+                self.build_request(&Method::GET, path, &Body::None, Beta::ManagedAgents, "text/event-stream", None)
             })
             .await?;
         Ok(response.into_body())

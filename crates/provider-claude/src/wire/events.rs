@@ -4,6 +4,7 @@ use managed_agents_core::{
     Error, Event, Outcome, Terminal, ToolKind, ToolResult, ToolUse, TurnInput, TurnResult, Usage,
 };
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use crate::wire::permissions::host_permission;
 use crate::wire::previews::delta_text;
@@ -24,6 +25,24 @@ pub const MCP_TOOL_USE: &str = "agent.mcp_tool_use";
 /// `user.tool_confirmation`: the client's allow or deny for a built-in or MCP tool call that asked first
 /// (`evaluated_permission: "ask"`, from an `always_ask` permission policy).
 pub const TOOL_CONFIRMATION: &str = "user.tool_confirmation";
+/// `user.tool_result`: the answer to a built-in tool call that a self-hosted environment's worker ran.
+pub const TOOL_RESULT: &str = "user.tool_result";
+
+/// Which client of a session this side is, and so which of the calls the loop host waits on it answers. A session
+/// in a self-hosted environment has two: the application (its custom tools, and the confirmations of calls that
+/// ask first) and the environment's worker (the built-in tool calls, once allowed, and any custom tools it owns).
+#[derive(Debug, Clone, Default)]
+pub enum Client {
+    /// The application that drives the session.
+    #[default]
+    App,
+    /// A self-hosted environment's worker, owning the custom tools named here as well as the built-in ones.
+    #[cfg_attr(not(feature = "worker"), allow(dead_code))]
+    Worker {
+        /// The custom tools the worker runs (the application runs the others).
+        custom: Arc<[String]>,
+    },
+}
 
 /// `user.message` with one text block.
 pub fn user_message(text: &str) -> Value {
@@ -91,8 +110,19 @@ pub fn answer_event(kind: ToolKind, result: &ToolResult) -> Value {
             let message = Some(result.text.as_str()).filter(|text| result.is_error && !text.is_empty());
             tool_confirmation(&result.tool_use_id, !result.is_error, message)
         }
+        ToolKind::Builtin => builtin_tool_result(result),
         _ => custom_tool_result(result),
     }
+}
+
+/// `user.tool_result` answering a built-in tool call (the content left out for an empty text, as for custom
+/// results).
+pub fn builtin_tool_result(result: &ToolResult) -> Value {
+    let mut event = json!({"type": TOOL_RESULT, "tool_use_id": result.tool_use_id, "is_error": result.is_error});
+    if !result.text.is_empty() {
+        event["content"] = json!([{"type": "text", "text": result.text}]);
+    }
+    event
 }
 
 /// The events an input posts. Tool results become one event per call, posted together: confirmations for the
@@ -183,18 +213,41 @@ fn event_ids(stop_reason: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// The call the client owes an answer for, as `event` announces it: a custom tool call, or a built-in or MCP
-/// tool call to confirm ([`ToolKind::Confirmation`]); `None` for any other event.
-fn owed_call(event: &Event) -> Option<ToolUse> {
+/// The call `client` owes an answer for, as `event` announces it (`events` holds the confirmations seen so far):
+/// for the application, a custom tool call, or a built-in or MCP tool call to confirm ([`ToolKind::Confirmation`],
+/// unless the host already allowed or denied it); for a worker, a built-in call the host allowed (or that asked
+/// and was confirmed) as a [`ToolKind::Builtin`] call, or a custom call of a tool it owns. `None` for any other
+/// event.
+fn owed_call(event: &Event, client: &Client, events: &[Event]) -> Option<ToolUse> {
     let mut call = as_tool_use(event)?;
-    match event.kind() {
-        Some(CUSTOM_TOOL_USE) => Some(call),
-        Some(TOOL_USE | MCP_TOOL_USE) => {
+    let permission = event.str_field("evaluated_permission");
+    match (client, event.kind()) {
+        (Client::App, Some(CUSTOM_TOOL_USE)) => Some(call),
+        (Client::App, Some(TOOL_USE | MCP_TOOL_USE)) if !matches!(permission, Some("allow" | "deny")) => {
             call.kind = ToolKind::Confirmation;
             Some(call)
         }
+        (Client::Worker { custom }, Some(CUSTOM_TOOL_USE)) => custom.contains(&call.name).then_some(call),
+        (Client::Worker { .. }, Some(TOOL_USE)) => {
+            let runnable = match permission {
+                None | Some("allow") => true,
+                Some("ask") => confirmation(events, &call.id) == Some(true),
+                _ => false,
+            };
+            call.kind = ToolKind::Builtin;
+            runnable.then_some(call)
+        }
         _ => None,
     }
+}
+
+/// The verdict of the `user.tool_confirmation` for `tool_use_id` among `events` (allowed?), if there is one.
+fn confirmation(events: &[Event], tool_use_id: &str) -> Option<bool> {
+    events
+        .iter()
+        .rev()
+        .find(|e| e.kind() == Some(TOOL_CONFIRMATION) && e.str_field("tool_use_id") == Some(tool_use_id))
+        .map(|e| e.str_field("result") == Some("allow"))
 }
 
 /// Whether `event` is a built-in or MCP tool call that waits for the client's confirmation.
@@ -202,10 +255,21 @@ fn asks_for_confirmation(event: &Event) -> bool {
     matches!(event.kind(), Some(TOOL_USE | MCP_TOOL_USE)) && event.str_field("evaluated_permission") == Some("ask")
 }
 
-/// Resolves `ids` against the calls of `events` the client answers (custom tool uses, and built-in or MCP tool
-/// uses to confirm), in the order of `ids`.
-fn resolve(ids: &[&str], events: &[Event]) -> Vec<ToolUse> {
-    ids.iter().filter_map(|id| events.iter().find(|e| e.id() == Some(id)).and_then(owed_call)).collect()
+/// Resolves `ids` against the tool calls of `events`, in the order of `ids`: the calls `client` answers, and the
+/// calls another client of the session answers (see [`Client`]). Ids of no tool call in `events` are skipped.
+fn resolve(ids: &[&str], events: &[Event], client: &Client) -> (Vec<ToolUse>, Vec<ToolUse>) {
+    let mut owed = Vec::new();
+    let mut elsewhere = Vec::new();
+    for event in ids.iter().filter_map(|id| events.iter().find(|e| e.id() == Some(id))) {
+        match owed_call(event, client, events) {
+            Some(call) => owed.push(call),
+            None if matches!(event.kind(), Some(CUSTOM_TOOL_USE | TOOL_USE | MCP_TOOL_USE)) => {
+                elsewhere.extend(as_tool_use(event));
+            }
+            None => {}
+        }
+    }
+    (owed, elsewhere)
 }
 
 fn terminal_of(stop_reason: Option<&Value>) -> Terminal {
@@ -223,6 +287,12 @@ fn terminal_of(stop_reason: Option<&Value>) -> Terminal {
 /// that asked for confirmation included); usage summed over `span.model_request_end`; the threads' updates
 /// ([`thread_events::thread_update`]) in event order. A sub-agent thread's events never decide the terminal.
 pub fn normalize(events: &[Event]) -> TurnResult {
+    normalize_for(events, &Client::App)
+}
+
+/// [`normalize`] for `client`: the calls it owes are `custom_tool_uses`, those another client answers
+/// `awaited_elsewhere`.
+pub fn normalize_for(events: &[Event], client: &Client) -> TurnResult {
     let status = events.iter().rev().find(|e| matches!(e.kind(), Some(STATUS_IDLE | STATUS_TERMINATED)));
     // The raw stop reason of the deciding status, a terminated one's included.
     let stop_reason = status.and_then(|s| s.get("stop_reason"));
@@ -235,7 +305,7 @@ pub fn normalize(events: &[Event]) -> TurnResult {
     if terminal == Terminal::RequiresAction
         && let Some(stop) = stop_reason
     {
-        turn.custom_tool_uses = resolve(&event_ids(stop), events);
+        (turn.custom_tool_uses, turn.awaited_elsewhere) = resolve(&event_ids(stop), events, client);
     }
     // Every text block of the turn's messages, one per line.
     let texts: Vec<&str> = events.iter().filter_map(message_texts).flatten().filter(|t| !t.is_empty()).collect();
@@ -263,9 +333,16 @@ pub fn normalize(events: &[Event]) -> TurnResult {
 /// The calls the latest `requires_action` idle in `events` waits on (C-15): custom tool calls, and built-in or MCP
 /// tool calls to confirm.
 pub fn pending_tool_uses(events: &[Event]) -> Vec<ToolUse> {
+    pending_tool_uses_for(events, &Client::App)
+}
+
+/// [`pending_tool_uses`] that `client` owes.
+pub fn pending_tool_uses_for(events: &[Event], client: &Client) -> Vec<ToolUse> {
     let Some(idle) = events.iter().rev().find(|e| e.kind() == Some(STATUS_IDLE)) else { return Vec::new() };
     match idle.get("stop_reason") {
-        Some(stop) if terminal_of(Some(stop)) == Terminal::RequiresAction => resolve(&event_ids(stop), events),
+        Some(stop) if terminal_of(Some(stop)) == Terminal::RequiresAction => {
+            resolve(&event_ids(stop), events, client).0
+        }
         _ => Vec::new(),
     }
 }
@@ -275,7 +352,14 @@ pub fn pending_tool_uses(events: &[Event]) -> Vec<ToolUse> {
 /// `user.tool_confirmation` answers, in history order. Only calls made since the session last settled count (an
 /// idle that does not wait on tools, or termination): a call left over from an interrupted or failed turn is
 /// dead, not pending.
+#[cfg(test)]
 pub fn unanswered_tool_uses(history: &[Event]) -> Vec<ToolUse> {
+    unanswered_tool_uses_for(history, &Client::App)
+}
+
+/// [`unanswered_tool_uses`] that `client` owes: for a worker, the built-in calls no `user.tool_result` answers
+/// (allowed, or confirmed) and the calls of its custom tools no result answers.
+pub fn unanswered_tool_uses_for(history: &[Event], client: &Client) -> Vec<ToolUse> {
     let settled = history.iter().rposition(|e| match e.kind() {
         Some(STATUS_TERMINATED) => true,
         Some(STATUS_IDLE) => terminal_of(e.get("stop_reason")) != Terminal::RequiresAction,
@@ -286,15 +370,21 @@ pub fn unanswered_tool_uses(history: &[Event]) -> Vec<ToolUse> {
         .iter()
         .filter_map(|e| match e.kind() {
             Some(CUSTOM_TOOL_RESULT) => e.str_field("custom_tool_use_id"),
-            Some(TOOL_CONFIRMATION) => e.str_field("tool_use_id"),
+            // A confirmation answers the application's part of a call; the worker's is the result.
+            Some(TOOL_CONFIRMATION) if matches!(client, Client::App) => e.str_field("tool_use_id"),
+            Some(TOOL_RESULT) => e.str_field("tool_use_id"),
             _ => None,
         })
         .collect();
+    let owes = |e: &&Event| match client {
+        Client::App => e.kind() == Some(CUSTOM_TOOL_USE) || asks_for_confirmation(e),
+        Client::Worker { .. } => matches!(e.kind(), Some(CUSTOM_TOOL_USE | TOOL_USE)),
+    };
     recent
         .iter()
-        .filter(|e| e.kind() == Some(CUSTOM_TOOL_USE) || asks_for_confirmation(e))
+        .filter(owes)
         .filter(|e| e.id().is_some_and(|id| !answered.contains(&id)))
-        .filter_map(owed_call)
+        .filter_map(|e| owed_call(e, client, history))
         .collect()
 }
 
@@ -504,5 +594,64 @@ mod tests {
         assert!(events[2].get("session_thread_id").is_none(), "the primary's own call names no thread");
         let interrupt = input_events(TurnInput::InterruptThread { thread_id: "sthr_1".into() }).unwrap();
         assert_eq!(interrupt, vec![json!({"type": "user.interrupt", "session_thread_id": "sthr_1"})]);
+    }
+
+    /// A self-hosted session waiting on a built-in call the host allowed, one that asks first, and a custom call.
+    fn self_hosted_turn() -> Vec<Event> {
+        vec![
+            event(json!({"type": TOOL_USE, "id": "b1", "name": "bash", "input": {"command": "ls"},
+                "evaluated_permission": "allow"})),
+            event(json!({"type": TOOL_USE, "id": "b2", "name": "write", "input": {},
+                "evaluated_permission": "ask"})),
+            event(json!({"type": CUSTOM_TOOL_USE, "id": "c1", "name": "lookup", "input": {}})),
+            event(json!({"type": STATUS_IDLE, "id": "e1",
+                "stop_reason": {"type": "requires_action", "event_ids": ["b1", "b2", "c1"]}})),
+        ]
+    }
+
+    fn ids(uses: &[ToolUse]) -> Vec<(&str, ToolKind)> {
+        uses.iter().map(|u| (u.id.as_str(), u.kind)).collect()
+    }
+
+    #[test]
+    fn the_application_leaves_allowed_built_in_calls_to_the_environments_worker() {
+        let turn = normalize(&self_hosted_turn());
+        assert_eq!(ids(&turn.custom_tool_uses), [("b2", ToolKind::Confirmation), ("c1", ToolKind::Custom)]);
+        assert_eq!(ids(&turn.awaited_elsewhere), [("b1", ToolKind::Custom)]);
+    }
+
+    #[test]
+    fn the_worker_runs_allowed_built_in_calls_and_its_own_custom_tools_only() {
+        let worker = Client::Worker { custom: Arc::from(vec!["lookup".to_string()]) };
+        let turn = normalize_for(&self_hosted_turn(), &worker);
+        assert_eq!(ids(&turn.custom_tool_uses), [("b1", ToolKind::Builtin), ("c1", ToolKind::Custom)]);
+        assert_eq!(ids(&turn.awaited_elsewhere), [("b2", ToolKind::Custom)], "b2 waits for the app's confirmation");
+        let without = normalize_for(&self_hosted_turn(), &Client::Worker { custom: Arc::from(Vec::new()) });
+        assert_eq!(ids(&without.custom_tool_uses), [("b1", ToolKind::Builtin)]);
+    }
+
+    #[test]
+    fn a_confirmed_call_becomes_the_workers_and_a_denied_one_never_does() {
+        let worker = Client::Worker { custom: Arc::from(Vec::new()) };
+        let mut history = self_hosted_turn();
+        history.push(event(json!({"type": TOOL_CONFIRMATION, "id": "e2", "tool_use_id": "b2", "result": "allow"})));
+        history.push(event(json!({"type": TOOL_RESULT, "id": "e3", "tool_use_id": "b1", "content": []})));
+        history.push(event(json!({"type": STATUS_IDLE, "id": "e4",
+            "stop_reason": {"type": "requires_action", "event_ids": ["b2", "c1"]}})));
+        assert_eq!(ids(&pending_tool_uses_for(&history, &worker)), [("b2", ToolKind::Builtin)]);
+        assert_eq!(ids(&unanswered_tool_uses_for(&history, &worker)), [("b2", ToolKind::Builtin)], "b1 answered");
+        history[4] = event(json!({"type": TOOL_CONFIRMATION, "id": "e2", "tool_use_id": "b2", "result": "deny"}));
+        assert!(pending_tool_uses_for(&history, &worker).is_empty());
+        assert!(unanswered_tool_uses_for(&history, &worker).is_empty());
+    }
+
+    #[test]
+    fn a_built_in_result_is_a_user_tool_result() {
+        let answer = answer_event(ToolKind::Builtin, &ToolResult::error("b1", "exit 1"));
+        assert_eq!(
+            answer,
+            json!({"type": TOOL_RESULT, "tool_use_id": "b1", "is_error": true,
+            "content": [{"type": "text", "text": "exit 1"}]})
+        );
     }
 }

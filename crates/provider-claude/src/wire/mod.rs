@@ -13,11 +13,13 @@ pub(crate) mod model;
 pub(crate) mod overrides;
 pub(crate) mod permissions;
 pub(crate) mod previews;
+pub(crate) mod skills;
 pub(crate) mod stream;
 pub mod thread_events;
 pub(crate) mod threads;
 pub(crate) mod timestamp;
 pub mod vocabulary;
+pub(crate) mod work;
 
 /// The most bytes of network input an error keeps (`Error::Malformed::raw`).
 pub(crate) const MAX_RAW_BYTES: usize = 4096;
