@@ -7,6 +7,7 @@
 mod enabled {
     use std::sync::Arc;
 
+    use managed_agents_claude::provision::{ClaudeAgent, self_hosted as self_hosted_environment};
     use managed_agents_claude::{ClaudeManagedAgents, ClaudeProvisioner};
     use managed_agents_core::recording::Recorder;
     use managed_agents_core::{AgentSpec, BoxError, EnvironmentSpec};
@@ -40,7 +41,7 @@ mod enabled {
         let provider = claude_from_env(None)?;
         let client = provider.client().clone();
         match action {
-            AgentsAction::Create { name, model, system, mcp } => {
+            AgentsAction::Create { name, model, system, mcp, self_hosted } => {
                 let options = crate::args::Options { mcp, ..Default::default() };
                 let servers = crate::tools::plan(&options, &Default::default())?;
                 let toolbox = crate::tools::toolbox(servers, screen).await?;
@@ -49,12 +50,19 @@ mod enabled {
                 let spec = AgentSpec::new(name.clone(), system.unwrap_or_else(|| DEFAULT_SYSTEM.into()))
                     .model(model)
                     .tools(toolbox.schemas());
+                let mut environment = EnvironmentSpec::new().name(name.clone());
+                let mut agent = ClaudeAgent::new(spec);
+                if self_hosted {
+                    environment = self_hosted_environment(environment);
+                    agent = agent.builtin_toolset("always_allow");
+                }
                 screen.waiting("creating the environment…");
-                let environment =
-                    provisioner.ensure_environment(&EnvironmentSpec::new().name(name.clone()), None).await;
+                let environment = provisioner.ensure_environment(&environment, None).await;
                 screen.waiting("creating the agent…");
                 let agent = match environment {
-                    Ok(environment) => provisioner.ensure_agent(&spec, None).await.map(|agent| (agent, environment)),
+                    Ok(environment) => {
+                        provisioner.ensure_claude_agent(&agent, None).await.map(|agent| (agent, environment))
+                    }
                     Err(error) => Err(error),
                 };
                 screen.done_waiting();
@@ -71,6 +79,13 @@ mod enabled {
                          CLAUDE_ENVIRONMENT_ID)",
                         agent.id, environment.id
                     );
+                    if self_hosted {
+                        eprintln!(
+                            "Its tools run where the worker runs: ANTHROPIC_ENVIRONMENT_KEY=… managed-agents worker \
+                             --environment-id {} --workdir DIR",
+                            environment.id
+                        );
+                    }
                 }
             }
             AgentsAction::List { archived } => {

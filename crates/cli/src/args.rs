@@ -111,6 +111,33 @@ pub enum Command {
         #[arg(long, global = true)]
         json: bool,
     },
+    /// Serve a self-hosted Claude environment: claim its sessions' work and run their tools (bash, read, write,
+    /// edit, glob, grep) on this machine, confined to --workdir. The environment's key comes from
+    /// ANTHROPIC_ENVIRONMENT_KEY only (never a flag: it would show in the process list) and never reaches the
+    /// tools. SIGTERM or Ctrl-C stops claiming and lets running sessions finish within --shutdown-deadline.
+    Worker {
+        /// The environment to serve.
+        #[arg(long, env = "ANTHROPIC_ENVIRONMENT_ID", value_name = "ID")]
+        environment_id: String,
+        /// The directory the tools work in.
+        #[arg(long, default_value = ".", value_name = "DIR")]
+        workdir: PathBuf,
+        /// How many sessions to serve at once.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        concurrency: usize,
+        /// Seconds a session may stay idle after its turn before its work is let go (0: until it terminates).
+        #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+        max_idle: u64,
+        /// Seconds running sessions get to finish after SIGTERM or Ctrl-C.
+        #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+        shutdown_deadline: u64,
+        /// Serve at most one work item, then exit (for a worker woken by a webhook).
+        #[arg(long)]
+        once: bool,
+        /// Print one JSON object per work item on stdout.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `managed-agents sessions …`.
@@ -167,6 +194,10 @@ pub enum AgentsAction {
         /// MCP servers whose tools the agent gets as custom tools (run on this machine), as for `run --mcp`.
         #[arg(long = "mcp", value_name = "COMMAND")]
         mcp: Vec<String>,
+        /// A self-hosted environment, and the built-in toolset (bash, read, write, edit, glob, grep) on the agent:
+        /// its tools run where `managed-agents worker` runs.
+        #[arg(long)]
+        self_hosted: bool,
     },
     /// The agents of the account.
     List {
@@ -188,7 +219,7 @@ impl Command {
             Self::Run { options, .. } | Self::Chat { options } | Self::Replay { options, .. } => {
                 options.output() != Output::Text
             }
-            Self::Sessions { json, .. } | Self::Agents { json, .. } => *json,
+            Self::Sessions { json, .. } | Self::Agents { json, .. } | Self::Worker { json, .. } => *json,
             Self::Config { .. } | Self::Recording { .. } => false,
         }
     }

@@ -21,6 +21,7 @@ mod screen;
 mod signals;
 mod terminal;
 mod tools;
+mod worker;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -131,6 +132,10 @@ async fn dispatch(command: Command) -> Result<u8, BoxError> {
         Command::Agents { action, json } => {
             let screen = Arc::new(Screen::new(if json { Output::Json } else { Output::Text }));
             agents::run(action, json, &screen).await
+        }
+        Command::Worker { environment_id, workdir, concurrency, max_idle, shutdown_deadline, once, json } => {
+            let settings = worker::Settings { environment_id, workdir, concurrency, max_idle, shutdown_deadline };
+            worker::run(settings, once, json).await
         }
     }
 }

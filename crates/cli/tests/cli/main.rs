@@ -9,3 +9,4 @@ mod run;
 mod sessions;
 mod settings;
 mod support;
+mod worker;
