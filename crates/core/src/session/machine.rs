@@ -262,6 +262,9 @@ struct Request {
     reconnects: u32,
     threads: Vec<Thread>,
     thread_messages: Vec<ThreadMessage>,
+    /// Whether a turn of this request waited on calls another client answers
+    /// ([`TurnResult::awaited_elsewhere`]): a later `requires_action` that names nothing of ours waits for them.
+    awaited_elsewhere: bool,
 }
 
 impl Request {
@@ -528,6 +531,7 @@ impl Machine {
         request.last_terminal = Some(turn.terminal);
         request.last_stop_reason = turn.stop_reason.clone();
         request.last_text = turn.text.clone();
+        request.awaited_elsewhere |= !turn.awaited_elsewhere.is_empty();
         for update in &turn.threads {
             crate::thread::fold(&mut request.threads, &mut request.thread_messages, update);
         }
@@ -655,8 +659,9 @@ impl Machine {
         if !fresh.is_empty() {
             self.remember_tool_uses(&fresh);
             self.run_tools(fresh, out);
-        } else if found_any && self.config.mode == Mode::Streaming {
-            // A stale requires_action: everything it names was answered already. Wait for the next boundary.
+        } else if (found_any || self.request.awaited_elsewhere) && self.config.mode == Mode::Streaming {
+            // A stale requires_action: everything it names was answered already, or is another client's (a
+            // re-announced wait on a call of theirs from an earlier turn). Wait for the next boundary.
             self.state = State::in_flight();
         } else {
             let stop_reason = self.request.last_stop_reason.clone();

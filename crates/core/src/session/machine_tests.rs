@@ -128,6 +128,35 @@ fn recovered_tool_uses_run_and_stale_ones_are_waited_out() {
 }
 
 #[test]
+fn calls_another_client_answers_keep_the_session_waiting_and_ours_still_run() {
+    let mut machine = Machine::new(config(Mode::Streaming, false));
+    machine.handle(Signal::Started);
+    machine.handle(Signal::Connected);
+    let boundary = |id: &str| Signal::StreamEvent { event: event(id), boundary: true };
+    // A turn waiting on our call `a` and another client's `w`: ours runs.
+    machine.handle(boundary("e1"));
+    let mixed = TurnResult { awaited_elsewhere: vec![tool("w")], ..turn(Terminal::RequiresAction, &["a"]) };
+    assert!(matches!(machine.handle(Signal::Normalized(mixed)).as_slice(), [Command::RunTools(_)]));
+    machine.handle(Signal::ToolsFinished(vec![ToolResult::ok("a", "")]));
+    // The wait re-announced for `w` alone, in a batch without its call: nothing of ours is found, and the session
+    // waits for the other client instead of failing.
+    machine.handle(boundary("e2"));
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::RequiresAction, &[])));
+    assert!(matches!(commands.as_slice(), [Command::RecoverPendingToolUses(_)]));
+    assert!(machine.handle(Signal::Recovered(vec![])).is_empty());
+    assert_eq!(machine.phase(), Phase::InFlight);
+    // A turn that waits only on the other client's calls waits at once.
+    machine.handle(boundary("e3"));
+    let elsewhere = TurnResult { awaited_elsewhere: vec![tool("w2")], ..turn(Terminal::RequiresAction, &[]) };
+    assert!(machine.handle(Signal::Normalized(elsewhere)).is_empty());
+    assert_eq!(machine.phase(), Phase::InFlight);
+    // Then the turn ends: the request completes.
+    machine.handle(boundary("e4"));
+    let commands = machine.handle(Signal::Normalized(turn(Terminal::EndTurn, &[])));
+    assert!(commands.iter().any(|c| matches!(c, Command::Finish(_))), "{commands:?}");
+}
+
+#[test]
 fn duplicate_stream_events_are_delivered_once() {
     let mut machine = Machine::new(config(Mode::Streaming, false));
     machine.handle(Signal::Started);
