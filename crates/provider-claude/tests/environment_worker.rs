@@ -5,14 +5,14 @@
 //! abandons what still runs; a call that asks first runs once the application allows it.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_claude::environment::{EnvironmentWorker, EnvironmentWorkerBuilder, WorkEnd, WorkReport};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
-use managed_agents_core::approval::AllowAll;
+use managed_agents_core::approval::{AllowAll, Decision, permission_fn};
 use managed_agents_core::http::{Method, StatusCode};
 use managed_agents_core::{NoTools, Session, SessionOptions, SessionResult};
 use serde_json::{Value, json};
@@ -63,6 +63,7 @@ impl Setup {
             .base_url(self.emulator.base_url())
             .workdir(workdir)
             .max_idle(Some(Duration::from_millis(300)))
+            .idle_poll(Duration::from_millis(20))
     }
 
     /// Runs the application's request on a task of its own.
@@ -82,6 +83,13 @@ impl Setup {
         let events = self.emulator.tool_result_events(session_id);
         events.iter().map(|e| e["tool_use_id"].as_str().unwrap().to_string()).collect()
     }
+}
+
+/// `builder` with its reports collected.
+fn collecting(builder: EnvironmentWorkerBuilder) -> (EnvironmentWorkerBuilder, Arc<Mutex<Vec<WorkReport>>>) {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    (builder.on_report(move |report| sink.lock().unwrap().push(report.clone())), reports)
 }
 
 /// Waits (a bounded while) until `probe` finds something.
@@ -134,7 +142,8 @@ fn every_tool_script() -> Script {
 async fn a_session_using_every_built_in_tool_runs_to_its_end_between_the_application_and_the_worker() {
     let setup = Setup::start(every_tool_script(), Duration::from_secs(5), false).await;
     let workdir = tempfile::tempdir().unwrap();
-    let worker = setup.worker(workdir.path()).build().unwrap();
+    let (builder, reports) = collecting(setup.worker(workdir.path()));
+    let worker = builder.build().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
     let serving = tokio::spawn({
         let worker = worker.clone();
@@ -151,7 +160,8 @@ async fn a_session_using_every_built_in_tool_runs_to_its_end_between_the_applica
     assert_eq!(result.server_tool_uses.len(), 6, "the application saw the worker's calls");
     // Shutdown now: the item finishes within the deadline (its session idles past max_idle), and is stopped.
     stop.send(()).unwrap();
-    let reports = serving.await.unwrap().expect("the worker ran");
+    let stats = serving.await.unwrap().expect("the worker ran");
+    let reports = reports.lock().unwrap().clone();
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!(reports[0].end, WorkEnd::Idle);
     assert_eq!(reports[0].tool_calls, 6);
@@ -162,7 +172,7 @@ async fn a_session_using_every_built_in_tool_runs_to_its_end_between_the_applica
     assert_eq!(std::fs::read_to_string(workdir.path().join("notes/a.txt")).unwrap(), "hello there\nsecond line\n");
     let item = setup.item().await;
     assert_eq!(item["state"], "stopped");
-    let stats = worker.stats();
+    assert_eq!(stats, worker.stats());
     assert_eq!((stats.claimed, stats.finished, stats.tool_calls), (1, 1, 6));
 }
 
@@ -270,14 +280,17 @@ async fn a_shutdown_past_its_deadline_abandons_the_running_item_without_stopping
     .await;
     let _app = setup.run_app(SessionOptions::new());
     let workdir = tempfile::tempdir().unwrap();
-    let worker = setup.worker(workdir.path()).shutdown_deadline(Duration::from_millis(100)).build().unwrap();
+    let (builder, reports) = collecting(setup.worker(workdir.path()).shutdown_deadline(Duration::from_millis(100)));
+    let worker = builder.build().unwrap();
     let started = workdir.path().join("started");
-    let reports = worker
+    let stats = worker
         .run_until(async {
             eventually(|| started.exists().then_some(())).await;
         })
         .await
         .unwrap();
+    assert_eq!(stats.released, 1);
+    let reports = reports.lock().unwrap().clone();
     assert_eq!(reports.len(), 1);
     assert_eq!(reports[0].end, WorkEnd::Abandoned);
     let item = setup.item().await;
@@ -348,5 +361,79 @@ async fn the_agents_skills_are_in_the_working_directory_before_its_calls_run() {
     assert_eq!(app.await.unwrap().expect("the application's request").text, "done");
     assert_eq!(report.tool_calls, 1);
     assert!(setup.emulator.unexpected_tool_results().is_empty(), "{:?}", setup.emulator.unexpected_tool_results());
-    assert!(workdir.path().join("skills/pdf/run.sh").is_file(), "the newest version, unwrapped");
+    // The call read the newest version, unwrapped (its expectation held); the skill goes with the item.
+    assert!(!workdir.path().join("skills/pdf").exists(), "removed when the item ended");
+}
+
+/// A custom tool of the worker's own.
+struct Lookup;
+
+#[managed_agents_core::async_trait]
+impl managed_agents_core::tools::Tool for Lookup {
+    type Args = Value;
+
+    fn name(&self) -> &str {
+        "lookup"
+    }
+
+    fn description(&self) -> &str {
+        "Looks a word up."
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        _: &managed_agents_core::SessionInfo,
+    ) -> Result<managed_agents_core::tools::ToolValue, managed_agents_core::BoxError> {
+        Ok(format!("found {}", args["q"].as_str().unwrap_or_default()).into())
+    }
+}
+
+#[tokio::test]
+async fn the_workers_own_tools_and_permission_hook_apply_and_the_application_leaves_them_to_it() {
+    let script = Script::new()
+        .turn(ScriptTurn::tool_calls([
+            ScriptToolCall::new("toolu_lookup", "lookup", json!({"q": "rust"})).expecting("found rust"),
+            host("toolu_rm", "bash", json!({"command": "rm -rf notes"}), "not in this directory"),
+        ]))
+        .turn(ScriptTurn::text("done"));
+    let setup = Setup::start(script, Duration::from_secs(5), false).await;
+    let workdir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(workdir.path().join("notes")).unwrap();
+    let worker = setup
+        .worker(workdir.path())
+        .tool(Lookup)
+        .session_options(|options| {
+            options.permission(permission_fn(|request| async move {
+                match request.tool_use.input["command"].as_str() {
+                    Some(command) if command.starts_with("rm ") => Decision::deny("not in this directory"),
+                    _ => Decision::Allow,
+                }
+            }))
+        })
+        .build()
+        .unwrap();
+    // The application knows the worker answers `lookup`: its handler (none here) is not asked.
+    let app = ClaudeManagedAgents::builder()
+        .base_url(setup.emulator.base_url())
+        .api_key("test-key")
+        .worker_tools(["lookup"])
+        .build()
+        .unwrap();
+    let options = SessionOptions::new().agent_id(&setup.agent_id).environment_id(&setup.environment_id).prompt("go");
+    let running = tokio::spawn(async move { Session::run(&app, NoTools, options).await });
+    let report = loop {
+        if let Some(report) = worker.run_one().await.unwrap() {
+            break report;
+        }
+    };
+    assert_eq!(running.await.unwrap().expect("the application's request").text, "done");
+    assert_eq!(report.tool_calls, 1, "the denied call did not run");
+    assert!(workdir.path().join("notes").is_dir(), "the denied command did not run");
+    assert!(setup.emulator.unexpected_tool_results().is_empty(), "{:?}", setup.emulator.unexpected_tool_results());
+    let history = setup.emulator.history(&report.session_id);
+    let custom: Vec<&Value> = history.iter().filter(|e| e["type"] == "user.custom_tool_result").collect();
+    assert_eq!(custom.len(), 1, "answered once, by the worker: {custom:?}");
+    let denied = setup.emulator.tool_result_events(&report.session_id);
+    assert_eq!(denied[0]["is_error"], true);
 }

@@ -48,11 +48,22 @@ pub(crate) struct BashConfig {
 
 /// The environment of the shell: the process's own (at the time the shell starts) or nothing, less the
 /// removed names, plus the added pairs.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct EnvPolicy {
     pub(crate) clear: bool,
     pub(crate) remove: Vec<OsString>,
     pub(crate) set: Vec<(OsString, OsString)>,
+}
+
+/// The names only: a value added for the shell may be a secret.
+impl std::fmt::Debug for EnvPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvPolicy")
+            .field("clear", &self.clear)
+            .field("remove", &self.remove)
+            .field("set", &self.set.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// Every variable whose name starts with this is withheld from the shell (the worker's API key, environment

@@ -90,7 +90,7 @@ pub use builder::ToolsetBuilder;
 pub use error::ToolsetError;
 
 /// The names of the built-in tools, in the order [`Toolset::tools`] gives them.
-pub const TOOL_NAMES: [&str; 6] = ["bash", "read", "write", "edit", "glob", "grep"];
+pub const TOOL_NAMES: &[&str] = &["bash", "read", "write", "edit", "glob", "grep"];
 
 /// How long a `bash` command may run when neither the builder nor the call says otherwise: 120 s.
 pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -177,7 +177,7 @@ impl Toolset {
 
     /// The names of the tools: [`TOOL_NAMES`].
     pub fn names(&self) -> &'static [&'static str] {
-        &TOOL_NAMES
+        TOOL_NAMES
     }
 
     /// One [`DynTool`] per built-in tool, declared as the reference SDK declares it, for

@@ -96,3 +96,11 @@ fn building_checks_the_settings() {
     assert_eq!(tools.len(), 6);
     assert!(format!("{toolset:?}").contains("workdir"));
 }
+
+#[test]
+fn a_builders_debug_names_added_variables_but_never_shows_their_values() {
+    let builder = Toolset::builder(std::env::temp_dir()).env("DEPLOY_TOKEN", "hunter2-not-for-logs");
+    let shown = format!("{builder:?}");
+    assert!(shown.contains("DEPLOY_TOKEN"), "{shown}");
+    assert!(!shown.contains("hunter2-not-for-logs"), "{shown}");
+}

@@ -1,6 +1,9 @@
 //! What a served session is doing, read from its events as they reach the handler: working, idle since its
 //! turn ended, or terminated. The worker lets an item go once its session has stayed idle long enough.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use async_trait::async_trait;
 use managed_agents_core::{Event, Handler, SessionInfo, ToolOutput, ToolUse};
 use serde_json::Value;
@@ -53,32 +56,42 @@ impl Activity {
     }
 }
 
-/// The handler of a served session: the worker's tools, and a watch on the session's activity.
+/// The handler of a served session: the worker's tools, counting the calls they answer, and a watch on the
+/// session's activity (a call running is activity, whatever the events said before).
 pub(crate) struct Watched<H> {
     pub(crate) tools: H,
     pub(crate) activity: watch::Sender<Activity>,
+    pub(crate) calls: Arc<AtomicUsize>,
+}
+
+/// Moves `sender`'s activity to `activity` (a terminated session stays terminated).
+pub(crate) fn note(sender: &watch::Sender<Activity>, activity: Activity) {
+    sender.send_if_modified(|now| {
+        let changed = *now != Activity::Terminated && *now != activity;
+        if changed {
+            *now = activity;
+        }
+        changed
+    });
 }
 
 #[async_trait]
 impl<H: Handler> Handler for Watched<H> {
     async fn handle_tool_call(&self, name: &str, input: &Value) -> ToolOutput {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        note(&self.activity, Activity::Busy);
         self.tools.handle_tool_call(name, input).await
     }
 
     async fn handle_tool_call_with_info(&self, tool_use: &ToolUse, info: &SessionInfo) -> ToolOutput {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        note(&self.activity, Activity::Busy);
         self.tools.handle_tool_call_with_info(tool_use, info).await
     }
 
     fn handle_event(&self, event: &Event, info: &SessionInfo) {
         if let Some(activity) = Activity::of_event(event) {
-            // A terminated session stays terminated.
-            self.activity.send_if_modified(|now| {
-                let changed = *now != Activity::Terminated && *now != activity;
-                if changed {
-                    *now = activity;
-                }
-                changed
-            });
+            note(&self.activity, activity);
         }
         self.tools.handle_event(event, info);
     }

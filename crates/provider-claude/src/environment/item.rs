@@ -27,8 +27,12 @@ impl WorkItem {
         let text = |field: &Value| field.as_str().unwrap_or_default().to_string();
         let id = text(&value["id"]);
         if id.is_empty() {
-            let raw = value.to_string();
-            return Err(Error::malformed("work item", "it has no id", raw));
+            // What the error keeps of the item must not carry its secret.
+            let mut shown = value.clone();
+            if let Some(item) = shown.as_object_mut() {
+                item.remove("secret");
+            }
+            return Err(Error::malformed("work item", "it has no id", shown.to_string()));
         }
         let environment = text(&value["environment_id"]);
         Ok(Self {
@@ -84,6 +88,7 @@ mod tests {
         assert_eq!((item.id.as_str(), item.environment_id.as_str()), ("work_1", "env_1"));
         assert_eq!((item.kind.as_str(), item.session_id.as_str()), ("session", "sesn_1"));
         assert!(item.sessions_token.is_some());
-        assert!(WorkItem::from_value(&json!({"data": {}}), "env").is_err());
+        let error = WorkItem::from_value(&json!({"data": {}, "secret": "c2VjcmV0LXRva2Vu"}), "env").unwrap_err();
+        assert!(!format!("{error:?}").contains("c2VjcmV0LXRva2Vu"), "the secret is not kept: {error:?}");
     }
 }

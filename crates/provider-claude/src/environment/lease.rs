@@ -88,15 +88,21 @@ impl Drop for Lease {
     }
 }
 
-/// Heartbeats until the lease ends, returning why.
+/// Heartbeats until the lease ends, returning why. A beat never outlasts the lease: it is bounded by the beat
+/// interval and by the time left until a whole lease has passed without an answer, when the lease is taken as
+/// lost (another worker may be claiming the item by then).
 async fn beat(client: &ClaudeClient, environment_id: &str, work_id: &str) -> LeaseEnd {
     let mut interval = DEFAULT_INTERVAL;
     let mut ttl = ASSUMED_TTL;
     let mut last = NO_HEARTBEAT.to_string();
     let mut last_success = Instant::now();
     loop {
-        // A beat is bounded by the interval: a network that swallows requests must not outlast the lease.
-        match timeout(interval, client.heartbeat_work(environment_id, work_id, &last, None)).await {
+        let lapses = last_success + ttl;
+        let left = lapses.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return LeaseEnd::AssumedLost;
+        }
+        match timeout(interval.min(left), client.heartbeat_work(environment_id, work_id, &last, None)).await {
             Ok(Ok(response)) => {
                 last = response["last_heartbeat"].as_str().unwrap_or_default().to_string();
                 last_success = Instant::now();
@@ -107,6 +113,7 @@ async fn beat(client: &ClaudeClient, environment_id: &str, work_id: &str) -> Lea
                 if stop_requested(&response) {
                     return LeaseEnd::StopRequested;
                 }
+                tokio::time::sleep(interval).await;
             }
             Ok(Err(Error::Http { status: 412, .. })) => return LeaseEnd::Lost,
             Ok(Err(error)) if refused(&error) => {
@@ -114,16 +121,15 @@ async fn beat(client: &ClaudeClient, environment_id: &str, work_id: &str) -> Lea
                 return LeaseEnd::Rejected;
             }
             failed => {
-                if last_success.elapsed() > ttl {
-                    return LeaseEnd::AssumedLost;
-                }
                 match failed {
                     Ok(Err(error)) => tracing::warn!(work_id, %error, "a heartbeat failed; trying again"),
                     _ => tracing::warn!(work_id, "a heartbeat timed out; trying again"),
                 }
+                // Try again soon, but not after the lease would have lapsed.
+                let left = lapses.saturating_duration_since(Instant::now());
+                tokio::time::sleep(MIN_INTERVAL.min(left)).await;
             }
         }
-        tokio::time::sleep(interval).await;
     }
 }
 

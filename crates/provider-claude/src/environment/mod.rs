@@ -22,10 +22,13 @@
 //!   [`EnvironmentWorkerBuilder::shutdown_deadline`]; items still running at the deadline are abandoned without
 //!   a stop, so the queue offers them again once their leases lapse. [`EnvironmentWorker::run_one`] polls once
 //!   and serves what it got (for a webhook that wakes a worker).
-//! * The environment key is a [`Secret`]: it never prints, and it never reaches the tools' environment
-//!   (`bash` runs without it).
+//! * The environment key is a [`Secret`]: it never prints, and `bash` runs without any `ANTHROPIC_*` variable.
+//!   A key in this process's *starting* environment, though, stays readable by any process of the same user for
+//!   the process's life (`/proc/<pid>/environ`), `bash` included: hand the key over another way (a file the tools
+//!   cannot read, a secret store), or do as `managed-agents worker` does — it executes itself again without the
+//!   variable, the key on its standard input.
 //!
-//! Feature `worker`.
+//! Feature `worker`. [`Toolset`] and [`ToolsetBuilder`] are re-exported from `managed-agents-toolset`.
 //!
 //! ## Example
 //!
@@ -82,6 +85,8 @@
 //! # fn main() {}
 //! ```
 
+pub use managed_agents_toolset::{Toolset, ToolsetBuilder};
+
 mod activity;
 mod item;
 mod lease;
@@ -97,7 +102,6 @@ use std::time::Duration;
 
 use managed_agents_core::tools::{DynTool, Tool, Typed};
 use managed_agents_core::{Error, HttpOptions, HttpSettings, RetryPolicy, Secret, SessionOptions, env_var};
-use managed_agents_toolset::ToolsetBuilder;
 use tokio::task::JoinSet;
 
 use crate::environment::item::WorkItem;
@@ -121,6 +125,10 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(150);
 type OptionsHook = Arc<dyn Fn(SessionOptions) -> SessionOptions + Send + Sync>;
 /// Adjusts the toolset each served session gets.
 type ToolsetHook = Arc<dyn Fn(ToolsetBuilder) -> ToolsetBuilder + Send + Sync>;
+/// Told of each item [`EnvironmentWorker::run_until`] finished with.
+type ReportHook = Arc<dyn Fn(&WorkReport) + Send + Sync>;
+/// How long [`EnvironmentWorker::run_until`] waits (jittered) after a poll that found nothing (2 s).
+pub const DEFAULT_IDLE_POLL: Duration = Duration::from_secs(2);
 
 /// A self-hosted environment's worker (see the [module docs](self)). Cheap to clone: clones share their
 /// settings, connection pool and counters.
@@ -144,6 +152,8 @@ pub(crate) struct Inner {
     pub(crate) shutdown_deadline: Duration,
     pub(crate) poll_block: Duration,
     pub(crate) download_skills: bool,
+    pub(crate) idle_poll: Duration,
+    pub(crate) on_report: Option<ReportHook>,
     pub(crate) stats: Counters,
 }
 
@@ -175,6 +185,8 @@ pub struct EnvironmentWorkerBuilder {
     shutdown_deadline: Duration,
     poll_block: Duration,
     download_skills: bool,
+    idle_poll: Duration,
+    on_report: Option<ReportHook>,
 }
 
 impl std::fmt::Debug for EnvironmentWorkerBuilder {
@@ -206,6 +218,8 @@ impl EnvironmentWorker {
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
             poll_block: Duration::from_millis(u64::from(MAX_POLL_BLOCK_MS)),
             download_skills: true,
+            idle_poll: DEFAULT_IDLE_POLL,
+            on_report: None,
         }
     }
 
@@ -247,33 +261,37 @@ impl EnvironmentWorker {
     }
 
     /// Serves the environment until `shutdown` resolves: polls whenever fewer than the concurrency limit of items
-    /// are running, serves each claimed item, and backs off when the queue fails (a refusal — a bad key, say —
-    /// ends the run with its error). Once `shutdown` resolves no more items are claimed and the running ones get
-    /// [`EnvironmentWorkerBuilder::shutdown_deadline`] to finish; the ones still running then are abandoned
-    /// without a stop (the queue offers them again once their leases lapse). Returns the reports of the items
-    /// it served.
-    pub async fn run_until<F: Future<Output = ()>>(&self, shutdown: F) -> Result<Vec<WorkReport>, Error> {
+    /// are running (waiting [`EnvironmentWorkerBuilder::idle_poll`], jittered, after a poll that found nothing),
+    /// serves each claimed item, and backs off when the queue fails (a refusal — a bad key, say — ends the run
+    /// with its error). Each item's [`WorkReport`] goes to [`EnvironmentWorkerBuilder::on_report`] as it ends.
+    /// Once `shutdown` resolves no more items are claimed (a claim in flight is finished, and its item served) and
+    /// the running ones get [`EnvironmentWorkerBuilder::shutdown_deadline`] to finish; the ones still running then
+    /// are abandoned without a stop (the queue offers them again once their leases lapse). Returns what the
+    /// worker did ([`EnvironmentWorker::stats`]).
+    pub async fn run_until<F: Future<Output = ()>>(&self, shutdown: F) -> Result<EnvironmentWorkerStats, Error> {
         let mut shutdown = std::pin::pin!(shutdown);
         let (abandon, abandoned) = tokio::sync::watch::channel(false);
         let mut running: JoinSet<WorkReport> = JoinSet::new();
-        let mut reports = Vec::new();
         let mut failures: u32 = 0;
         let result = loop {
             while let Some(done) = running.try_join_next() {
-                reports.extend(done.ok());
+                self.inner.reported(done);
             }
             if running.len() >= self.inner.concurrency {
                 tokio::select! {
                     () = &mut shutdown => break Ok(()),
-                    done = running.join_next() => reports.extend(done.and_then(Result::ok)),
+                    Some(done) = running.join_next() => self.inner.reported(done),
                 }
                 continue;
             }
-            let claimed = tokio::select! {
-                () = &mut shutdown => break Ok(()),
-                claimed = self.inner.claim() => claimed,
+            // A claim is not cut short by the shutdown: an item polled (and perhaps acknowledged) is served.
+            let claim = self.inner.claim();
+            tokio::pin!(claim);
+            let (claimed, stopping) = tokio::select! {
+                () = &mut shutdown => (claim.await, true),
+                claimed = &mut claim => (claimed, false),
             };
-            match claimed {
+            let wait = match claimed {
                 Ok(Some(item)) => {
                     failures = 0;
                     let inner = self.inner.clone();
@@ -284,18 +302,28 @@ impl EnvironmentWorker {
                         };
                         serve::serve(&inner, item, abandon).await
                     });
+                    None
                 }
-                Ok(None) => failures = 0,
+                Ok(None) => {
+                    failures = 0;
+                    Some(jittered(self.inner.idle_poll))
+                }
                 Err(error) if error.is_retryable() || matches!(error, Error::Malformed { .. }) => {
                     failures = failures.saturating_add(1);
-                    let delay = poll_backoff(failures);
+                    let delay = jittered(poll_backoff(failures));
                     tracing::warn!(%error, ?delay, "polling the work queue failed; trying again");
-                    tokio::select! {
-                        () = &mut shutdown => break Ok(()),
-                        () = tokio::time::sleep(delay) => {}
-                    }
+                    Some(delay)
                 }
                 Err(error) => break Err(error),
+            };
+            if stopping {
+                break Ok(());
+            }
+            if let Some(wait) = wait {
+                tokio::select! {
+                    () = &mut shutdown => break Ok(()),
+                    () = tokio::time::sleep(wait) => {}
+                }
             }
         };
         // Drain: the running items get the deadline, then are abandoned (their serving ends without a stop).
@@ -304,7 +332,7 @@ impl EnvironmentWorker {
         loop {
             tokio::select! {
                 done = running.join_next() => match done {
-                    Some(done) => reports.extend(done.ok()),
+                    Some(done) => self.inner.reported(done),
                     None => break,
                 },
                 () = &mut deadline, if !*abandon.borrow() => {
@@ -313,18 +341,35 @@ impl EnvironmentWorker {
                 }
             }
         }
-        result.map(|()| reports)
+        result.map(|()| self.stats())
     }
 }
 
-/// The wait before polling again after `failures` failed polls in a row: 1 s doubling to a minute, jittered.
+/// `delay` times a random factor between 0.5 and 1.5, so that a fleet of workers does not poll in step.
+fn jittered(delay: Duration) -> Duration {
+    delay.mul_f64(0.5 + fastrand::f64())
+}
+
+/// The wait before polling again after `failures` failed polls in a row: 1 s doubling to a minute.
 fn poll_backoff(failures: u32) -> Duration {
     let base = Duration::from_secs(1).saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(6)));
-    let capped = base.min(Duration::from_secs(60));
-    capped.mul_f64(0.5 + fastrand::f64() / 2.0)
+    base.min(Duration::from_secs(60))
 }
 
 impl Inner {
+    /// Hands a finished item's report to the hook (a serving task that panicked is logged: its item's lease
+    /// lapses and the queue offers it again).
+    fn reported(&self, done: Result<WorkReport, tokio::task::JoinError>) {
+        match done {
+            Ok(report) => {
+                if let Some(on_report) = &self.on_report {
+                    on_report(&report);
+                }
+            }
+            Err(error) => tracing::error!(%error, "serving a work item panicked"),
+        }
+    }
+
     /// Polls once and acknowledges what it got. An item that cannot be acknowledged for good is stopped.
     async fn claim(&self) -> Result<Option<WorkItem>, Error> {
         let block = u32::try_from(self.poll_block.as_millis()).unwrap_or(MAX_POLL_BLOCK_MS);
@@ -455,6 +500,22 @@ impl EnvironmentWorkerBuilder {
         self
     }
 
+    /// How long `run_until` waits after a poll that found nothing before it polls again (default
+    /// [`DEFAULT_IDLE_POLL`], jittered by ±50 %; the poll itself already waits up to the poll block).
+    pub fn idle_poll(mut self, wait: Duration) -> Self {
+        self.idle_poll = wait;
+        self
+    }
+
+    /// Told of each item `run_until` finished with, as it finishes (a line in a log, a metric).
+    pub fn on_report<F>(mut self, on_report: F) -> Self
+    where
+        F: Fn(&WorkReport) + Send + Sync + 'static,
+    {
+        self.on_report = Some(Arc::new(on_report));
+        self
+    }
+
     /// Whether the skills of a session's agent are downloaded into `<workdir>/skills/<name>/` before its tool
     /// calls run (default `true`).
     pub fn download_skills(mut self, download: bool) -> Self {
@@ -490,13 +551,18 @@ impl EnvironmentWorkerBuilder {
         if !workdir.is_dir() {
             return Err(Error::invalid_option("workdir", format!("{} is not a directory", workdir.display())));
         }
+        let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
+        if worker_id.trim().is_empty() || managed_agents_core::http::HeaderValue::try_from(worker_id.as_str()).is_err()
+        {
+            return Err(Error::invalid_option("worker_id", "must be a non-empty header value"));
+        }
         let config = ClaudeConfig::new(self.base_url, self.environment_key.clone(), self.http);
         let client = ClaudeClient::new(config, None)?.with_environment_key(self.environment_key);
         Ok(EnvironmentWorker {
             inner: Arc::new(Inner {
                 client,
                 environment_id: self.environment_id,
-                worker_id: self.worker_id.unwrap_or_else(default_worker_id),
+                worker_id,
                 workdir,
                 builtin_tools: self.builtin_tools,
                 custom_tools: self.custom_tools,
@@ -507,6 +573,8 @@ impl EnvironmentWorkerBuilder {
                 shutdown_deadline: self.shutdown_deadline,
                 poll_block: self.poll_block,
                 download_skills: self.download_skills,
+                idle_poll: self.idle_poll,
+                on_report: self.on_report,
                 stats: Counters::default(),
             }),
         })
@@ -556,8 +624,17 @@ pub enum WorkEnd {
     Abandoned,
     /// Nothing to run: not a session's item, or the session had terminated already. The item was stopped.
     Skipped,
-    /// Serving failed (the text says why): the item was stopped.
+    /// Serving failed (the text says why): the item was left for the queue to offer again once its lease
+    /// lapses, when a fresh attach recovers the session's unanswered calls from its history.
     Failed(String),
+}
+
+impl WorkEnd {
+    /// Whether the worker leaves the item as it is instead of stopping it: it is another worker's now, or the
+    /// queue is to offer it again.
+    pub(crate) fn leaves_the_item(&self) -> bool {
+        matches!(self, Self::LeaseLost | Self::Abandoned | Self::Failed(_))
+    }
 }
 
 /// What an [`EnvironmentWorker`] did so far.
@@ -625,6 +702,8 @@ mod tests {
         assert!(build(base().max_idle(Some(Duration::ZERO))).is_err());
         assert!(build(base().base_url("not a url")).is_err());
         assert!(build(base().request_timeout(Duration::ZERO)).is_err());
+        assert!(build(base().worker_id("")).is_err());
+        assert!(build(base().worker_id("bad\nid")).is_err());
         assert!(base().workdir("/definitely/not/here").build().is_err());
     }
 
@@ -638,9 +717,12 @@ mod tests {
 
     #[test]
     fn poll_backoff_grows_and_stays_bounded() {
-        assert!(poll_backoff(1) <= Duration::from_secs(1));
-        assert!(poll_backoff(40) <= Duration::from_secs(60));
-        assert!(poll_backoff(u32::MAX) >= Duration::from_secs(30));
+        assert_eq!(poll_backoff(1), Duration::from_secs(1));
+        assert_eq!(poll_backoff(3), Duration::from_secs(4));
+        assert_eq!(poll_backoff(40), Duration::from_secs(60));
+        assert_eq!(poll_backoff(u32::MAX), Duration::from_secs(60));
+        let jitter = jittered(Duration::from_secs(2));
+        assert!(jitter >= Duration::from_secs(1) && jitter <= Duration::from_secs(3));
     }
 
     #[test]

@@ -1,25 +1,23 @@
 //! Serving one claimed item: its lease kept in the background, its session served through the session loop
 //! with the worker's tools, until the session has stayed idle, terminated, or the lease ended; then the item is
-//! stopped — unless it is no longer this worker's to stop.
+//! stopped — unless it is no longer this worker's to stop, or serving failed (the queue then offers it again).
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use async_trait::async_trait;
+use managed_agents_core::ledger::MemoryLedger;
 use managed_agents_core::tools::Toolbox;
-use managed_agents_core::{
-    Error, Event, Handler, Notification, Session, SessionInfo, SessionOptions, ToolOutput, ToolUse,
-};
+use managed_agents_core::{Error, Notification, Session, SessionHandle, SessionOptions};
 use managed_agents_toolset::Toolset;
-use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::environment::activity::{Activity, Watched};
+use crate::environment::activity::{Activity, Watched, note};
 use crate::environment::item::WorkItem;
 use crate::environment::lease::{Lease, LeaseEnd};
 use crate::environment::sessions::WorkerSessions;
-use crate::environment::{DEFAULT_TOOL_TIMEOUT, Inner, WorkEnd, WorkReport};
+use crate::environment::{DEFAULT_TOOL_TIMEOUT, Inner, WorkEnd, WorkReport, skills};
 use crate::wire::client::ClaudeClient;
 
 /// Serves `item` to its end; `abandon` resolving gives it up (shutdown past the deadline).
@@ -41,7 +39,7 @@ pub(crate) async fn serve(inner: &Inner, item: WorkItem, abandon: impl Future<Ou
         _ => end,
     };
     lease.release();
-    if !matches!(end, WorkEnd::LeaseLost | WorkEnd::Abandoned) {
+    if !end.leaves_the_item() {
         stop_quietly(&client, &item).await;
     }
     let report =
@@ -60,7 +58,8 @@ pub(crate) async fn stop_quietly(client: &ClaudeClient, item: &WorkItem) {
     }
 }
 
-/// Serves the item's session until something ends it.
+/// Serves the item's session until something ends it; a lease that ends while the session is being prepared
+/// (its skills downloaded, say) ends it too.
 async fn run(
     inner: &Inner,
     client: &ClaudeClient,
@@ -72,7 +71,11 @@ async fn run(
         tracing::debug!(work_id = item.id, kind = item.kind, "not a session's work item; stopping it");
         return WorkEnd::Skipped;
     }
-    match attach(inner, client, item, calls).await {
+    let attached = tokio::select! {
+        attached = attach(inner, client, item, calls) => attached,
+        end = lease.ended() => return WorkEnd::from(end),
+    };
+    match attached {
         Ok(Some(served)) => served.until_done(inner, lease).await,
         Ok(None) => WorkEnd::Skipped,
         Err(error) => {
@@ -82,11 +85,25 @@ async fn run(
     }
 }
 
+impl From<LeaseEnd> for WorkEnd {
+    fn from(end: LeaseEnd) -> Self {
+        match end {
+            LeaseEnd::StopRequested => Self::StopRequested,
+            LeaseEnd::Lost | LeaseEnd::AssumedLost => Self::LeaseLost,
+            LeaseEnd::Rejected => Self::HeartbeatRejected,
+        }
+    }
+}
+
 /// A session being served.
 struct Served {
-    handle: managed_agents_core::SessionHandle,
+    client: ClaudeClient,
+    session_id: String,
+    handle: SessionHandle,
     activity: watch::Receiver<Activity>,
+    activity_sender: watch::Sender<Activity>,
     toolset: Option<Toolset>,
+    skills: Vec<PathBuf>,
 }
 
 /// Reads the session, prepares the tools and attaches the session loop; `None` for a session that had
@@ -102,9 +119,10 @@ async fn attach(
         tracing::info!(work_id = item.id, session_id = item.session_id, "the session had terminated");
         return Ok(None);
     }
-    if inner.download_skills {
-        crate::environment::skills::download(client, &session, &inner.workdir).await;
-    }
+    let skills = match inner.download_skills {
+        true => skills::download(client, &session, &inner.workdir).await,
+        false => Vec::new(),
+    };
     let history = client.list_all_events(&item.session_id).await?;
     let toolset = match inner.builtin_tools {
         true => {
@@ -117,26 +135,41 @@ async fn attach(
         }
         false => None,
     };
-    let custom: Vec<String> = inner.custom_tools.iter().map(|tool| tool.schema().name).collect();
     let mut tools = Toolbox::builder().dyn_tools(inner.custom_tools.iter().cloned());
     if let Some(toolset) = &toolset {
         tools = tools.dyn_tools(toolset.tools());
     }
-    let tools = Counted { tools: tools.build()?, calls };
+    let tools = tools.build()?;
+    let names = tools.names().to_vec();
     let (sender, activity) = watch::channel(Activity::of_history(&history));
-    let handler = Watched { tools, activity: sender };
-    let provider = Arc::new(WorkerSessions::new(client.clone(), custom));
-    let options = SessionOptions::new().session_id(&item.session_id).tool_timeout(DEFAULT_TOOL_TIMEOUT);
+    let handler = Watched { tools, activity: sender.clone(), calls };
+    let provider = Arc::new(WorkerSessions::new(client.clone(), names));
+    // The worker drives no turns of its own: the application's limit on turns is the one that counts. A call
+    // whose result could not be posted is answered again from this ledger, not run again.
+    let options = SessionOptions::new()
+        .session_id(&item.session_id)
+        .tool_timeout(DEFAULT_TOOL_TIMEOUT)
+        .max_turns(u32::MAX)
+        .tool_ledger(MemoryLedger::new());
     let options = match &inner.session_options {
         Some(configure) => configure(options),
         None => options,
     };
     let handle = Session::start(provider, handler, options).await?;
-    Ok(Some(Served { handle, activity, toolset }))
+    Ok(Some(Served {
+        client: client.clone(),
+        session_id: item.session_id.clone(),
+        handle,
+        activity,
+        activity_sender: sender,
+        toolset,
+        skills,
+    }))
 }
 
 impl Served {
-    /// Waits for the end: the lease's, the session's termination, or an idle longer than `max_idle`.
+    /// Waits for the end: the lease's, the session's termination, an idle longer than `max_idle`, or a request
+    /// of the session that failed (the session would wait on an answer this loop no longer gives).
     async fn until_done(mut self, inner: &Inner, lease: &mut Lease) -> WorkEnd {
         let end = loop {
             let idle_until = match *self.activity.borrow_and_update() {
@@ -145,22 +178,20 @@ impl Served {
                 Activity::Busy => None,
             };
             tokio::select! {
-                end = lease.ended() => break match end {
-                    LeaseEnd::StopRequested => WorkEnd::StopRequested,
-                    LeaseEnd::Lost | LeaseEnd::AssumedLost => WorkEnd::LeaseLost,
-                    LeaseEnd::Rejected => WorkEnd::HeartbeatRejected,
-                },
+                end = lease.ended() => break WorkEnd::from(end),
                 changed = self.activity.changed() => if changed.is_err() {
                     break WorkEnd::Failed("the session loop stopped".to_string());
                 },
                 () = sleep_until(idle_until), if idle_until.is_some() => break WorkEnd::Idle,
                 notification = self.handle.next_notification() => match notification {
                     Some(Notification::Failed(error)) => {
-                        tracing::warn!(session_id = self.handle.session_id(), %error, "a request of the session failed");
+                        tracing::warn!(session_id = self.session_id, %error, "a request of the session failed");
+                        break WorkEnd::Failed(error.to_string());
                     }
                     Some(Notification::ApprovalRequested(request)) => {
                         tracing::warn!(tool_use_id = request.tool_use.id, "a tool call waits for a person's approval");
                     }
+                    Some(Notification::Reconnecting { .. }) => self.reread_activity().await,
                     Some(_) => {}
                     None => break WorkEnd::Failed("the session loop stopped".to_string()),
                 },
@@ -170,7 +201,17 @@ impl Served {
         if let Some(toolset) = self.toolset {
             toolset.close().await;
         }
+        skills::remove(&self.skills);
         end
+    }
+
+    /// The events missed while the stream was down never reach the handler: read the session's state from its
+    /// history instead.
+    async fn reread_activity(&self) {
+        match self.client.list_all_events(&self.session_id).await {
+            Ok(history) => note(&self.activity_sender, Activity::of_history(&history)),
+            Err(error) => tracing::warn!(session_id = self.session_id, %error, "could not read the session's history"),
+        }
     }
 }
 
@@ -178,28 +219,5 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
-    }
-}
-
-/// The worker's tools, counting the calls they answer.
-struct Counted {
-    tools: Toolbox,
-    calls: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl Handler for Counted {
-    async fn handle_tool_call(&self, name: &str, input: &Value) -> ToolOutput {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.tools.handle_tool_call(name, input).await
-    }
-
-    async fn handle_tool_call_with_info(&self, tool_use: &ToolUse, info: &SessionInfo) -> ToolOutput {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.tools.handle_tool_call_with_info(tool_use, info).await
-    }
-
-    fn handle_event(&self, event: &Event, info: &SessionInfo) {
-        self.tools.handle_event(event, info);
     }
 }

@@ -25,9 +25,10 @@ pub(crate) struct WorkerSessions {
 }
 
 impl WorkerSessions {
-    /// Sessions reached with `client`, owning the custom tools named in `custom`.
-    pub(crate) fn new(client: ClaudeClient, custom: Vec<String>) -> Self {
-        Self { client, role: Client::Worker { custom: Arc::from(custom) } }
+    /// Sessions reached with `client`, whose calls of the tools named in `tools` (built-in and custom) this
+    /// worker answers.
+    pub(crate) fn new(client: ClaudeClient, tools: Vec<String>) -> Self {
+        Self { client, role: Client::Worker { tools: Arc::from(tools) } }
     }
 }
 

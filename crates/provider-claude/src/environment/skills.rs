@@ -35,6 +35,16 @@ pub(crate) async fn download(client: &ClaudeClient, session: &Value, workdir: &P
     made
 }
 
+/// Removes the skill directories [`download`] made (when the item is done with: the next session may be another
+/// agent's).
+pub(crate) fn remove(dirs: &[PathBuf]) {
+    for dir in dirs {
+        if let Err(error) = fs::remove_dir_all(dir) {
+            tracing::debug!(dir = %dir.display(), %error, "could not remove a skill directory");
+        }
+    }
+}
+
 async fn fetch(client: &ClaudeClient, skill_id: &str, version: &str, workdir: &Path) -> Result<PathBuf, Error> {
     let record = client.get_skill_version(skill_id, version).await?;
     let version_id = record["id"].as_str().or(record["version"].as_str()).unwrap_or(version).to_string();
@@ -51,8 +61,11 @@ async fn fetch(client: &ClaudeClient, skill_id: &str, version: &str, workdir: &P
 
 /// One safe path component for the skill's directory: its name's last component, else its id.
 fn skill_dir_name(name: &str, skill_id: &str) -> String {
-    let last = Path::new(name.trim()).file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    if last.is_empty() || last == "." || last == ".." { skill_id.replace(['/', '\\'], "_") } else { last.to_string() }
+    let safe = |text: &str| {
+        let last = Path::new(text.trim()).file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        Some(last).filter(|last| !last.is_empty() && last != "." && last != "..")
+    };
+    safe(name).or_else(|| safe(&skill_id.replace(['/', '\\'], "_"))).unwrap_or_else(|| "skill".to_string())
 }
 
 /// Unpacks `archive` into a staging directory under `root`, then replaces `dest` with it.
@@ -258,6 +271,8 @@ mod tests {
         assert_eq!(skill_dir_name("../../etc", "skill_1"), "etc");
         assert_eq!(skill_dir_name("..", "skill_1"), "skill_1");
         assert_eq!(skill_dir_name("", "skill/1"), "skill_1");
+        assert_eq!(skill_dir_name("", ".."), "skill");
+        assert_eq!(skill_dir_name(".", "."), "skill");
     }
 
     fn tempdir() -> PathBuf {

@@ -15,6 +15,7 @@ use managed_agents_core::{Error, HttpOptions, HttpSettings, RetryPolicy, env_var
 use crate::provider::ClaudeManagedAgents;
 use crate::provision::provisioner::ClaudeProvisioner;
 use crate::wire::client::{ClaudeClient, ClaudeConfig};
+use crate::wire::events::Client;
 
 /// The default API root.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -46,6 +47,7 @@ pub struct ClaudeManagedAgentsBuilder {
     http: HttpSettings,
     store: Option<Arc<dyn ProvisionStore>>,
     recorder: Option<Recorder>,
+    worker_tools: Vec<String>,
 }
 
 impl Default for ClaudeManagedAgentsBuilder {
@@ -66,6 +68,7 @@ impl fmt::Debug for ClaudeManagedAgentsBuilder {
             .field("http", &self.http)
             .field("store", &self.store.as_ref().map(|_| "…"))
             .field("recorder", &self.recorder)
+            .field("worker_tools", &self.worker_tools)
             .finish()
     }
 }
@@ -98,6 +101,7 @@ impl ClaudeManagedAgentsBuilder {
             http: DEFAULT_HTTP_SETTINGS,
             store: None,
             recorder: None,
+            worker_tools: Vec::new(),
         }
     }
 
@@ -190,6 +194,19 @@ impl ClaudeManagedAgentsBuilder {
         Self { recorder: Some(recorder), ..self }
     }
 
+    /// Custom tools that a self-hosted environment's worker answers (its own tools; see the `worker` feature's
+    /// `environment::EnvironmentWorkerBuilder::tool`): this provider's sessions leave their calls to it instead
+    /// of answering them with the session's handler, and wait while it runs them. Default: none — the
+    /// application answers every custom call.
+    #[must_use]
+    pub fn worker_tools<I, S>(self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self { worker_tools: names.into_iter().map(Into::into).collect(), ..self }
+    }
+
     /// Builds the provider (and its [`ClaudeClient`]). Fails with [`Error::InvalidOption`] without an API key,
     /// with a key that cannot be sent as a header, with a base URL that is not an absolute `http(s)` URL, or with
     /// HTTP settings [`HttpSettings::validate`] refuses (a zero timeout, an invalid retry policy, a zero connect
@@ -216,7 +233,8 @@ impl ClaudeManagedAgentsBuilder {
         }
         let client = ClaudeClient::new(config, self.recorder)?;
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
-        Ok(ClaudeManagedAgents { provisioner: ClaudeProvisioner::new(client.clone(), store), client })
+        let role = Client::App { worker_tools: self.worker_tools.into() };
+        Ok(ClaudeManagedAgents { provisioner: ClaudeProvisioner::new(client.clone(), store), client, role })
     }
 }
 

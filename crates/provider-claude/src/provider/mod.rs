@@ -73,6 +73,9 @@ use crate::provider::{
 pub struct ClaudeManagedAgents {
     client: ClaudeClient,
     provisioner: ClaudeProvisioner,
+    /// This side of its sessions: the application, leaving the custom tools a self-hosted environment's worker
+    /// owns to it.
+    role: Client,
 }
 
 impl std::fmt::Debug for ClaudeManagedAgents {
@@ -153,7 +156,7 @@ impl Provider for ClaudeManagedAgents {
                 resumed: true,
                 stream: None,
                 previews,
-                client_role: Client::App,
+                client_role: self.role.clone(),
             })));
         }
         let agent = request
@@ -183,12 +186,12 @@ impl Provider for ClaudeManagedAgents {
             resumed: false,
             stream: Some(stream),
             previews,
-            client_role: Client::App,
+            client_role: self.role.clone(),
         })))
     }
 
     fn normalize(&self, events: &[Event]) -> TurnResult {
-        events::normalize(events)
+        events::normalize_for(events, &self.role)
     }
 
     fn text_delta(&self, event: &Event) -> Option<String> {
@@ -231,7 +234,7 @@ impl Provider for ClaudeManagedAgents {
     }
 
     fn pending_tool_uses(&self, events: &[Event]) -> Vec<ToolUse> {
-        events::pending_tool_uses(events)
+        events::pending_tool_uses_for(events, &self.role)
     }
 
     /// Ensures the agent, then its environment, as content-addressed resources ([`ClaudeProvisioner`]): the

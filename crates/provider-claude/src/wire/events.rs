@@ -31,17 +31,25 @@ pub const TOOL_RESULT: &str = "user.tool_result";
 /// Which client of a session this side is, and so which of the calls the loop host waits on it answers. A session
 /// in a self-hosted environment has two: the application (its custom tools, and the confirmations of calls that
 /// ask first) and the environment's worker (the built-in tool calls, once allowed, and any custom tools it owns).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub enum Client {
     /// The application that drives the session.
-    #[default]
-    App,
-    /// A self-hosted environment's worker, owning the custom tools named here as well as the built-in ones.
+    App {
+        /// Custom tools a self-hosted environment's worker answers: their calls are left to it.
+        worker_tools: Arc<[String]>,
+    },
+    /// A self-hosted environment's worker.
     #[cfg_attr(not(feature = "worker"), allow(dead_code))]
     Worker {
-        /// The custom tools the worker runs (the application runs the others).
-        custom: Arc<[String]>,
+        /// The tools it runs, built-in and custom: calls of any other tool are left to someone else.
+        tools: Arc<[String]>,
     },
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Self::App { worker_tools: Arc::from(Vec::new()) }
+    }
 }
 
 /// `user.message` with one text block.
@@ -222,20 +230,20 @@ fn owed_call(event: &Event, client: &Client, events: &[Event]) -> Option<ToolUse
     let mut call = as_tool_use(event)?;
     let permission = event.str_field("evaluated_permission");
     match (client, event.kind()) {
-        (Client::App, Some(CUSTOM_TOOL_USE)) => Some(call),
-        (Client::App, Some(TOOL_USE | MCP_TOOL_USE)) if !matches!(permission, Some("allow" | "deny")) => {
+        (Client::App { worker_tools }, Some(CUSTOM_TOOL_USE)) => (!worker_tools.contains(&call.name)).then_some(call),
+        (Client::App { .. }, Some(TOOL_USE | MCP_TOOL_USE)) if !matches!(permission, Some("allow" | "deny")) => {
             call.kind = ToolKind::Confirmation;
             Some(call)
         }
-        (Client::Worker { custom }, Some(CUSTOM_TOOL_USE)) => custom.contains(&call.name).then_some(call),
-        (Client::Worker { .. }, Some(TOOL_USE)) => {
+        (Client::Worker { tools }, Some(CUSTOM_TOOL_USE)) => tools.contains(&call.name).then_some(call),
+        (Client::Worker { tools }, Some(TOOL_USE)) => {
             let runnable = match permission {
                 None | Some("allow") => true,
                 Some("ask") => confirmation(events, &call.id) == Some(true),
                 _ => false,
             };
             call.kind = ToolKind::Builtin;
-            runnable.then_some(call)
+            (runnable && tools.contains(&call.name)).then_some(call)
         }
         _ => None,
     }
@@ -286,12 +294,13 @@ fn terminal_of(stop_reason: Option<&Value>) -> Terminal {
 /// denies); text from `agent.message`s; every built-in and MCP tool call observed in `server_tool_uses` (those
 /// that asked for confirmation included); usage summed over `span.model_request_end`; the threads' updates
 /// ([`thread_events::thread_update`]) in event order. A sub-agent thread's events never decide the terminal.
+#[cfg(any(test, fuzzing))]
 pub fn normalize(events: &[Event]) -> TurnResult {
-    normalize_for(events, &Client::App)
+    normalize_for(events, &Client::default())
 }
 
-/// [`normalize`] for `client`: the calls it owes are `custom_tool_uses`, those another client answers
-/// `awaited_elsewhere`.
+/// One turn's events folded (C-13, as `normalize` tells) for `client`: the calls it owes are `custom_tool_uses`,
+/// those another client answers `awaited_elsewhere`.
 pub fn normalize_for(events: &[Event], client: &Client) -> TurnResult {
     let status = events.iter().rev().find(|e| matches!(e.kind(), Some(STATUS_IDLE | STATUS_TERMINATED)));
     // The raw stop reason of the deciding status, a terminated one's included.
@@ -332,11 +341,12 @@ pub fn normalize_for(events: &[Event], client: &Client) -> TurnResult {
 
 /// The calls the latest `requires_action` idle in `events` waits on (C-15): custom tool calls, and built-in or MCP
 /// tool calls to confirm.
+#[cfg(any(test, fuzzing))]
 pub fn pending_tool_uses(events: &[Event]) -> Vec<ToolUse> {
-    pending_tool_uses_for(events, &Client::App)
+    pending_tool_uses_for(events, &Client::default())
 }
 
-/// [`pending_tool_uses`] that `client` owes.
+/// The calls the latest `requires_action` idle in `events` waits on that `client` owes.
 pub fn pending_tool_uses_for(events: &[Event], client: &Client) -> Vec<ToolUse> {
     let Some(idle) = events.iter().rev().find(|e| e.kind() == Some(STATUS_IDLE)) else { return Vec::new() };
     match idle.get("stop_reason") {
@@ -352,12 +362,12 @@ pub fn pending_tool_uses_for(events: &[Event], client: &Client) -> Vec<ToolUse> 
 /// `user.tool_confirmation` answers, in history order. Only calls made since the session last settled count (an
 /// idle that does not wait on tools, or termination): a call left over from an interrupted or failed turn is
 /// dead, not pending.
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 pub fn unanswered_tool_uses(history: &[Event]) -> Vec<ToolUse> {
-    unanswered_tool_uses_for(history, &Client::App)
+    unanswered_tool_uses_for(history, &Client::default())
 }
 
-/// [`unanswered_tool_uses`] that `client` owes: for a worker, the built-in calls no `user.tool_result` answers
+/// The calls in `history` that `client` has not answered (as `unanswered_tool_uses` tells): for a worker, the built-in calls no `user.tool_result` answers
 /// (allowed, or confirmed) and the calls of its custom tools no result answers.
 pub fn unanswered_tool_uses_for(history: &[Event], client: &Client) -> Vec<ToolUse> {
     let settled = history.iter().rposition(|e| match e.kind() {
@@ -371,13 +381,13 @@ pub fn unanswered_tool_uses_for(history: &[Event], client: &Client) -> Vec<ToolU
         .filter_map(|e| match e.kind() {
             Some(CUSTOM_TOOL_RESULT) => e.str_field("custom_tool_use_id"),
             // A confirmation answers the application's part of a call; the worker's is the result.
-            Some(TOOL_CONFIRMATION) if matches!(client, Client::App) => e.str_field("tool_use_id"),
+            Some(TOOL_CONFIRMATION) if matches!(client, Client::App { .. }) => e.str_field("tool_use_id"),
             Some(TOOL_RESULT) => e.str_field("tool_use_id"),
             _ => None,
         })
         .collect();
     let owes = |e: &&Event| match client {
-        Client::App => e.kind() == Some(CUSTOM_TOOL_USE) || asks_for_confirmation(e),
+        Client::App { .. } => e.kind() == Some(CUSTOM_TOOL_USE) || asks_for_confirmation(e),
         Client::Worker { .. } => matches!(e.kind(), Some(CUSTOM_TOOL_USE | TOOL_USE)),
     };
     recent
@@ -613,26 +623,39 @@ mod tests {
         uses.iter().map(|u| (u.id.as_str(), u.kind)).collect()
     }
 
+    fn names(names: &[&str]) -> Arc<[String]> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
     #[test]
     fn the_application_leaves_allowed_built_in_calls_to_the_environments_worker() {
         let turn = normalize(&self_hosted_turn());
         assert_eq!(ids(&turn.custom_tool_uses), [("b2", ToolKind::Confirmation), ("c1", ToolKind::Custom)]);
         assert_eq!(ids(&turn.awaited_elsewhere), [("b1", ToolKind::Custom)]);
+        // And the custom tools the worker owns.
+        let app = Client::App { worker_tools: names(&["lookup"]) };
+        let turn = normalize_for(&self_hosted_turn(), &app);
+        assert_eq!(ids(&turn.custom_tool_uses), [("b2", ToolKind::Confirmation)]);
+        assert_eq!(ids(&turn.awaited_elsewhere), [("b1", ToolKind::Custom), ("c1", ToolKind::Custom)]);
     }
 
     #[test]
     fn the_worker_runs_allowed_built_in_calls_and_its_own_custom_tools_only() {
-        let worker = Client::Worker { custom: Arc::from(vec!["lookup".to_string()]) };
+        let worker = Client::Worker { tools: names(&["bash", "write", "lookup"]) };
         let turn = normalize_for(&self_hosted_turn(), &worker);
         assert_eq!(ids(&turn.custom_tool_uses), [("b1", ToolKind::Builtin), ("c1", ToolKind::Custom)]);
         assert_eq!(ids(&turn.awaited_elsewhere), [("b2", ToolKind::Custom)], "b2 waits for the app's confirmation");
-        let without = normalize_for(&self_hosted_turn(), &Client::Worker { custom: Arc::from(Vec::new()) });
+        let without = normalize_for(&self_hosted_turn(), &Client::Worker { tools: names(&["bash", "write"]) });
         assert_eq!(ids(&without.custom_tool_uses), [("b1", ToolKind::Builtin)]);
+        // A built-in tool the worker does not have (web_search, say) is not its to answer.
+        let no_bash = normalize_for(&self_hosted_turn(), &Client::Worker { tools: names(&["write"]) });
+        assert!(no_bash.custom_tool_uses.is_empty());
+        assert_eq!(no_bash.awaited_elsewhere.len(), 3);
     }
 
     #[test]
     fn a_confirmed_call_becomes_the_workers_and_a_denied_one_never_does() {
-        let worker = Client::Worker { custom: Arc::from(Vec::new()) };
+        let worker = Client::Worker { tools: names(&["bash", "write"]) };
         let mut history = self_hosted_turn();
         history.push(event(json!({"type": TOOL_CONFIRMATION, "id": "e2", "tool_use_id": "b2", "result": "allow"})));
         history.push(event(json!({"type": TOOL_RESULT, "id": "e3", "tool_use_id": "b1", "content": []})));

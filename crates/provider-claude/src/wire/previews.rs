@@ -18,7 +18,7 @@
 //!   history a reconnect replays — shows the rest after what was shown.
 //!
 //! Previews are stream-only (never in the history) and carry no `id` of their own, so the session's seen set
-//! and a reconnect's history replay pass them by; they are not turn text ([`normalize`](super::events::normalize)
+//! and a reconnect's history replay pass them by; they are not turn text ([`normalize_for`](super::events::normalize_for)
 //! reads `agent.message` only).
 
 use managed_agents_core::Event;
