@@ -23,18 +23,21 @@ mod enabled {
 
     use super::Settings;
     use crate::loop_host::env_value;
-    use crate::outcome::{EXIT_COMPLETED, Hinted, UsageError};
+    use crate::outcome::{EXIT_COMPLETED, EXIT_INTERRUPTED, Hinted, UsageError};
 
     /// Builds the worker and serves until SIGTERM or Ctrl-C (or one item, with `once`); returns the exit code.
+    /// Each item is printed as it ends. A second signal while draining quits at once (130), abandoning what runs.
     pub async fn run(settings: Settings, once: bool, json: bool) -> Result<u8, BoxError> {
-        let Some(key) = env_value(ENVIRONMENT_KEY_ENV) else {
+        let Some(key) = environment_key()? else {
             return Err(UsageError(format!("the worker needs the environment's key: set {ENVIRONMENT_KEY_ENV}")).into());
         };
+        hide_memory();
         let mut builder = EnvironmentWorker::builder(settings.environment_id, key)
             .workdir(settings.workdir)
             .concurrency(settings.concurrency)
             .max_idle(Some(Duration::from_secs(settings.max_idle)).filter(|idle| !idle.is_zero()))
-            .shutdown_deadline(Duration::from_secs(settings.shutdown_deadline));
+            .shutdown_deadline(Duration::from_secs(settings.shutdown_deadline))
+            .on_report(move |report| print_report(report, json));
         if let Some(url) = env_value("ANTHROPIC_BASE_URL") {
             builder = builder.base_url(url);
         }
@@ -52,10 +55,33 @@ mod enabled {
                 worker.worker_id()
             );
         }
-        let reports =
-            if once { worker.run_one().await?.into_iter().collect() } else { worker.run_until(stop_signal()).await? };
-        for report in &reports {
-            print_report(report, json);
+        let mut signals = Signals::listen();
+        if once {
+            tokio::select! {
+                served = worker.run_one() => {
+                    if let Some(report) = served? {
+                        print_report(&report, json);
+                    }
+                }
+                () = signals.next() => return Ok(EXIT_INTERRUPTED),
+            }
+        } else {
+            let mut second = Signals::listen();
+            let serving = worker.run_until(async {
+                signals.next().await;
+                if !json {
+                    eprintln!("stopping: no new work; running sessions get the shutdown deadline (again: quit now)");
+                }
+            });
+            tokio::select! {
+                served = serving => {
+                    served?;
+                }
+                () = async {
+                    second.next().await;
+                    second.next().await;
+                } => return Ok(EXIT_INTERRUPTED),
+            }
         }
         if !json {
             let stats = worker.stats();
@@ -64,22 +90,76 @@ mod enabled {
         Ok(EXIT_COMPLETED)
     }
 
-    /// Resolves at the first SIGTERM or Ctrl-C.
-    async fn stop_signal() {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let terminated = async {
-            match &mut term {
-                Some(term) => {
-                    term.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = terminated => {}
+    /// SIGTERM and Ctrl-C, as they come.
+    struct Signals {
+        term: Option<tokio::signal::unix::Signal>,
+        interrupt: Option<tokio::signal::unix::Signal>,
+    }
+
+    impl Signals {
+        fn listen() -> Self {
+            use tokio::signal::unix::{SignalKind, signal};
+            Self { term: signal(SignalKind::terminate()).ok(), interrupt: signal(SignalKind::interrupt()).ok() }
         }
-        eprintln!("stopping: no new work; running sessions get the shutdown deadline");
+
+        /// The next SIGTERM or SIGINT.
+        async fn next(&mut self) {
+            async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            }
+            tokio::select! {
+                () = one(&mut self.term) => {}
+                () = one(&mut self.interrupt) => {}
+            }
+        }
+    }
+
+    /// Set on the worker once it re-executed itself with the key on its standard input.
+    const KEY_ON_STDIN: &str = "MANAGED_AGENTS_WORKER_KEY_ON_STDIN";
+
+    /// The environment's key. A process's starting environment stays readable for its life (`/proc/<pid>/environ`,
+    /// by any process of the same user — the tools' `bash` included), so a key found in the environment is moved
+    /// out of it: the worker executes itself again without `ANTHROPIC_ENVIRONMENT_KEY` (or `ANTHROPIC_API_KEY`,
+    /// which it never uses), the key on its standard input, and reads it from there.
+    fn environment_key() -> Result<Option<String>, BoxError> {
+        use std::io::{Read, Write};
+        if std::env::var_os(KEY_ON_STDIN).is_some() {
+            let mut key = String::new();
+            std::io::stdin().read_to_string(&mut key)?;
+            return Ok(Some(key).filter(|key| !key.is_empty()));
+        }
+        let Some(key) = env_value(ENVIRONMENT_KEY_ENV) else { return Ok(None) };
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            let (reader, mut writer) = std::io::pipe()?;
+            // A key is far smaller than a pipe's buffer: the write completes before anyone reads.
+            writer.write_all(key.as_bytes())?;
+            drop(writer);
+            let error = std::process::Command::new(std::env::current_exe()?)
+                .args(std::env::args_os().skip(1))
+                .env_remove(ENVIRONMENT_KEY_ENV)
+                .env_remove("ANTHROPIC_API_KEY")
+                .env(KEY_ON_STDIN, "1")
+                .stdin(reader)
+                .exec();
+            tracing::warn!(%error, "could not move the environment key out of the environment; using it there");
+        }
+        Ok(Some(key))
+    }
+
+    /// Makes this process undumpable, so that a process of the same user (not root) cannot read the key from
+    /// our memory. Best effort (Linux only).
+    fn hide_memory() {
+        #[cfg(target_os = "linux")]
+        if let Err(error) = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable) {
+            tracing::warn!(%error, "could not make the worker process undumpable");
+        }
     }
 
     fn print_report(report: &WorkReport, json: bool) {

@@ -1,5 +1,6 @@
 //! `managed-agents worker` serving a self-hosted environment of a Claude emulator this test runs: the session's
-//! `bash` call runs here without the environment's key (or any `ANTHROPIC_*` variable) in its environment, and
+//! `bash` calls run here without the environment's key (or any `ANTHROPIC_*` variable) in their environment, nor
+//! in the worker's own (`/proc/$PPID/environ`: the worker moved the key out of its environment), and
 //! SIGTERM drains — the running item finishes within the deadline, the process exits 0 and reports it. And
 //! `agents create --self-hosted` makes what the worker serves.
 #![cfg(feature = "claude")]
@@ -33,7 +34,10 @@ fn the_worker_runs_the_sessions_bash_without_the_key_and_drains_on_sigterm() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let script = Script::new()
         .turn(ScriptTurn::tool_calls([
-            ScriptToolCall::host("toolu_env", "bash", json!({"command": "env"})).expecting("PATH=")
+            ScriptToolCall::host("toolu_env", "bash", json!({"command": "env"})).expecting("PATH="),
+            // Nor is the worker's own starting environment: it moved the key out of it.
+            ScriptToolCall::host("toolu_peek", "bash", json!({"command": "tr '\\0' '\\n' < /proc/$PPID/environ"}))
+                .expecting("ANTHROPIC_BASE_URL="),
         ]))
         .turn(ScriptTurn::text("done"));
     let emulator = runtime.block_on(ClaudeEmulator::start(script)).unwrap();
@@ -64,9 +68,9 @@ fn the_worker_runs_the_sessions_bash_without_the_key_and_drains_on_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let results = eventually("the bash result", || {
+    let results = eventually("the bash results", || {
         let events = emulator.tool_result_events(&session);
-        (!events.is_empty()).then_some(events)
+        (events.len() == 2).then_some(events)
     });
     // The session goes on to its last turn; then the worker is asked to stop.
     eventually("the last turn", || {
@@ -79,9 +83,12 @@ fn the_worker_runs_the_sessions_bash_without_the_key_and_drains_on_sigterm() {
 
     let shown = results[0]["content"][0]["text"].as_str().unwrap_or_default();
     assert!(shown.contains("PATH="), "{shown}");
-    assert!(!shown.contains(&key), "the environment key reached bash");
-    assert!(!shown.contains(API_KEY), "the API key reached bash");
     assert!(!shown.contains("ANTHROPIC_"), "no ANTHROPIC_ variable reaches bash: {shown}");
+    for result in &results {
+        let text = result.to_string();
+        assert!(!text.contains(&key), "the environment key reached bash: {text}");
+        assert!(!text.contains(API_KEY), "the API key reached bash: {text}");
+    }
     assert!(emulator.unexpected_tool_results().is_empty(), "{:?}", emulator.unexpected_tool_results());
 
     let reports: Vec<Value> =
@@ -89,7 +96,7 @@ fn the_worker_runs_the_sessions_bash_without_the_key_and_drains_on_sigterm() {
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!(reports[0]["session_id"], session.as_str());
     assert_eq!(reports[0]["end"], "idle", "drained within the deadline: {reports:?}");
-    assert_eq!(reports[0]["tool_calls"], 1);
+    assert_eq!(reports[0]["tool_calls"], 2);
     let items = emulator.work_items(&environment);
     assert_eq!(items[0]["state"], "stopped");
 }
