@@ -91,7 +91,6 @@ mod activity;
 mod item;
 mod lease;
 mod serve;
-mod sessions;
 mod skills;
 
 use std::future::Future;

@@ -13,12 +13,13 @@ use managed_agents_core::{Error, Notification, Session, SessionHandle, SessionOp
 use managed_agents_toolset::Toolset;
 use tokio::sync::watch;
 
+use crate::ClaudeManagedAgents;
 use crate::environment::activity::{Activity, Watched, note};
 use crate::environment::item::WorkItem;
 use crate::environment::lease::{Lease, LeaseEnd};
-use crate::environment::sessions::WorkerSessions;
 use crate::environment::{DEFAULT_TOOL_TIMEOUT, Inner, WorkEnd, WorkReport, skills};
 use crate::wire::client::ClaudeClient;
+use crate::wire::events::Client;
 
 /// Serves `item` to its end; `abandon` resolving gives it up (shutdown past the deadline).
 pub(crate) async fn serve(inner: &Inner, item: WorkItem, abandon: impl Future<Output = ()>) -> WorkReport {
@@ -143,7 +144,10 @@ async fn attach(
     let names = tools.names().to_vec();
     let (sender, activity) = watch::channel(Activity::of_history(&history));
     let handler = Watched { tools, activity: sender.clone(), calls };
-    let provider = Arc::new(WorkerSessions::new(client.clone(), names));
+    // The provider on the worker's side of the session: it answers the built-in calls it has the tools for (as
+    // `ToolKind::Builtin` calls, posted as `user.tool_result`) and its own custom tools; the rest is the
+    // application's.
+    let provider = Arc::new(ClaudeManagedAgents::serving(client.clone(), Client::Worker { tools: names.into() }));
     // The worker drives no turns of its own: the application's limit on turns is the one that counts. A call
     // whose result could not be posted is answered again from this ledger, not run again.
     let options = SessionOptions::new()

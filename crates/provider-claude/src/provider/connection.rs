@@ -15,19 +15,19 @@ fn to_events(values: Vec<Value>) -> Vec<Event> {
 }
 
 /// One session's connection (a new session's, or a reattached one's).
-pub(crate) struct ClaudeConnection {
+pub(super) struct ClaudeConnection {
     /// The API client.
-    pub(crate) client: ClaudeClient,
+    pub(super) client: ClaudeClient,
     /// The session.
-    pub(crate) session_id: String,
+    pub(super) session_id: String,
     /// Whether this is a reattach by id.
-    pub(crate) resumed: bool,
+    pub(super) resumed: bool,
     /// The open stream; `None` until a reattached connection's first reconnect.
-    pub(crate) stream: Option<EventStream>,
+    pub(super) stream: Option<EventStream>,
     /// The live text previews its streams ask for, and what they showed.
-    pub(crate) previews: Previews,
+    pub(super) previews: Previews,
     /// Which client of the session this is (what a reconnect recovers as owed).
-    pub(crate) client_role: Client,
+    pub(super) client_role: Client,
 }
 
 #[async_trait]

@@ -4,7 +4,7 @@
 //! (`spend_limit`).
 
 pub(crate) mod builder;
-pub(crate) mod connection;
+mod connection;
 pub(crate) mod resources;
 mod run_client;
 mod session_create;
@@ -85,6 +85,15 @@ impl std::fmt::Debug for ClaudeManagedAgents {
 }
 
 impl ClaudeManagedAgents {
+    /// The sessions a self-hosted environment's worker serves, reached with `client` (the environment's
+    /// credential): the same provider, on the worker's side of each session (it only reattaches; it never
+    /// creates sessions or provisions).
+    #[cfg(feature = "worker")]
+    pub(crate) fn serving(client: ClaudeClient, role: Client) -> Self {
+        let store = std::sync::Arc::new(managed_agents_core::provision::MemoryStore::new());
+        Self { provisioner: ClaudeProvisioner::new(client.clone(), store), client, role }
+    }
+
     /// What the provider supports: outcomes, interrupts, a session spend limit (core's `budget` capability), the
     /// model, system prompt and custom tools per run (`agent_with_overrides`), and a run's own credential and
     /// destination for its requests ([`DataPlane::ManagedAgentsApi`]).
