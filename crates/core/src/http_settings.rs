@@ -96,17 +96,17 @@ pub fn env_var(name: &str) -> Option<String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum HttpVersion {
-    /// HTTP/1.1 on every connection (the default): one connection per concurrent request or open event stream.
-    #[default]
+    /// HTTP/1.1 on every connection: one connection per concurrent request or open event stream.
     Http1Only,
-    /// For `https`, offer `h2` and `http/1.1` by ALPN and use what the server picks; plain `http` stays
-    /// HTTP/1.1. With HTTP/2 every request and event stream to a host shares one connection (the client never
-    /// opens a second one), so the server's limit on concurrent streams (often 100 to 250) caps the open event
-    /// streams: a request past it waits until a stream ends, which for a live session's stream may be never.
-    /// Use it only when the sessions per host stay below that limit.
+    /// The default. For `https`, offer `h2` and `http/1.1` by ALPN and use what the server picks; plain `http`
+    /// stays HTTP/1.1 (ask for h2c with [`HttpVersion::Http2PriorKnowledge`]). Over HTTP/2 requests and event
+    /// streams share connections: the client's own pool opens as many per origin as the open streams need, each
+    /// carrying at most the server's `SETTINGS_MAX_CONCURRENT_STREAMS` and
+    /// [`HttpOptions::max_streams_per_connection`], so a live session's stream never waits for another to end.
+    #[default]
     Auto,
     /// HTTP/2 without negotiation: h2c (prior knowledge) on plain `http`, ALPN `h2` only on `https`. For servers
-    /// known to speak HTTP/2, such as the emulators; the same stream limit as [`HttpVersion::Auto`] applies.
+    /// known to speak HTTP/2, such as the emulators; pooled as [`HttpVersion::Auto`] pools HTTP/2.
     Http2PriorKnowledge,
 }
 
@@ -115,13 +115,18 @@ pub enum HttpVersion {
 #[non_exhaustive]
 pub struct HttpOptions {
     /// The limit for establishing a connection, TLS included (default 10 s; zero is refused, a huge value means
-    /// no limit).
+    /// no limit). Over HTTP/2 it also covers the handshake and the server's first settings.
     pub connect_timeout: Duration,
-    /// The most idle connections kept open per host for reuse (default [`HttpOptions::DEFAULT_MAX_IDLE_PER_HOST`]);
-    /// connections beyond it are closed when their request ends. Zero keeps none.
+    /// The most idle HTTP/1.1 connections kept open per host for reuse (default
+    /// [`HttpOptions::DEFAULT_MAX_IDLE_PER_HOST`]); connections beyond it are closed when their request ends. Zero
+    /// keeps none, and then an HTTP/2 connection, too, closes as soon as its last stream ends (otherwise after 90 s
+    /// without one).
     pub max_idle_per_host: usize,
-    /// The HTTP version (default [`HttpVersion::Http1Only`]).
+    /// The HTTP version (default [`HttpVersion::Auto`]: HTTP/2 where a TLS server offers it).
     pub version: HttpVersion,
+    /// The most streams one HTTP/2 connection carries at once, below what its server allows (default
+    /// [`HttpOptions::DEFAULT_MAX_STREAMS_PER_CONNECTION`]); one more opens another connection. Zero is refused.
+    pub max_streams_per_connection: usize,
 }
 
 impl Default for HttpOptions {
@@ -136,12 +141,18 @@ impl HttpOptions {
     /// session after a burst of requests.
     pub const DEFAULT_MAX_IDLE_PER_HOST: usize = 100;
 
-    /// The defaults: 10 s connect timeout, at most 100 idle connections per host, HTTP/1.1.
+    /// The default cap on streams per HTTP/2 connection: the limit most servers announce (and what hyper assumes
+    /// before a server's settings arrive). A server allowing fewer is obeyed.
+    pub const DEFAULT_MAX_STREAMS_PER_CONNECTION: usize = 100;
+
+    /// The defaults: 10 s connect timeout, at most 100 idle HTTP/1.1 connections per host, HTTP/2 where a TLS
+    /// server offers it, at most 100 streams per HTTP/2 connection.
     pub const fn new() -> Self {
         Self {
             connect_timeout: Duration::from_secs(10),
             max_idle_per_host: Self::DEFAULT_MAX_IDLE_PER_HOST,
-            version: HttpVersion::Http1Only,
+            version: HttpVersion::Auto,
+            max_streams_per_connection: Self::DEFAULT_MAX_STREAMS_PER_CONNECTION,
         }
     }
 
@@ -166,10 +177,21 @@ impl HttpOptions {
         self
     }
 
-    /// Checks the options: a zero connect timeout is refused (no connection could ever be made).
+    /// Sets [`HttpOptions::max_streams_per_connection`].
+    #[must_use]
+    pub const fn max_streams_per_connection(mut self, max: usize) -> Self {
+        self.max_streams_per_connection = max;
+        self
+    }
+
+    /// Checks the options: a zero connect timeout (no connection could ever be made) and zero streams per
+    /// connection (no request could ever be sent over HTTP/2) are refused.
     pub fn validate(&self) -> Result<(), Error> {
         if self.connect_timeout.is_zero() {
             return Err(Error::invalid_option("http_options", "the connect timeout must not be zero"));
+        }
+        if self.max_streams_per_connection == 0 {
+            return Err(Error::invalid_option("http_options", "the streams per connection must not be zero"));
         }
         Ok(())
     }
@@ -180,10 +202,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_are_bounded_http1_and_a_zero_connect_timeout_is_refused() {
+    fn defaults_are_bounded_http2_where_offered_and_zero_limits_are_refused() {
         let options = HttpOptions::default();
         assert_eq!(options, HttpOptions::new());
-        assert_eq!((options.max_idle_per_host, options.version), (100, HttpVersion::Http1Only));
+        assert_eq!((options.max_idle_per_host, options.version), (100, HttpVersion::Auto));
+        assert_eq!(options.max_streams_per_connection, 100);
+        assert!(options.max_streams_per_connection(usize::MAX).validate().is_ok());
+        let none = options.max_streams_per_connection(0).validate();
+        assert!(matches!(none, Err(Error::InvalidOption { option: "http_options", .. })), "{none:?}");
         assert!(options.validate().is_ok());
         assert!(options.max_idle_per_host(0).max_idle_per_host(usize::MAX).validate().is_ok());
         assert!(options.connect_timeout(Duration::MAX).validate().is_ok());

@@ -25,13 +25,17 @@ commands:
                               three), a share R of turns (default 0.05) carrying a seeded random fault, K sessions
                               at once per round (default 50); checks every tool result arrives exactly once, no
                               task leaks, RSS flat after warm-up; --session I replays one session of the plan
-  serve --provider P [--long-events N]
-                              the emulator child: prints KEY=VALUE lines, then READY; serves until stdin closes
+  serve --provider P [--long-events N] [--tls on]
+                              the emulator child: prints KEY=VALUE lines, then READY; serves until stdin closes,
+                              answering a CONNECTIONS line with the connections it accepted; --tls on serves TLS
+                              (HTTP/2 and HTTP/1.1 by ALPN) with a certificate it announces as CERTIFICATE
   soak-serve --provider P --seed S --fault-rate R --turns T
                               the soak's emulator child; answers a LOG line with its input log
 
   --http V                    with run, memory and long: how the driver's provider speaks to the emulator:
-                              h1 (default, HTTP/1.1), h2 (h2c prior knowledge, one multiplexed connection)
+                              h1 (default, HTTP/1.1), h2 (h2c prior knowledge, pooled HTTP/2 connections);
+                              with run and memory also tls-h1 (TLS, HTTP/1.1 only) and tls-h2 (TLS, the client's
+                              default: HTTP/2 by ALPN, pooled)
   --max-idle N                with run, memory and long: idle connections kept per host (default 100; 0 keeps none)
 
   options may also come first without a command: `--sessions 10000` is `run --provider claude --sessions 10000`.
@@ -89,6 +93,8 @@ pub enum Command {
         provider: ProviderKind,
         /// Play the long script (one request of this many events) instead of the load script.
         long_events: Option<u64>,
+        /// Serve TLS (HTTP/2 and HTTP/1.1 by ALPN) with a certificate made at start.
+        tls: bool,
     },
     /// Many concurrent live sessions.
     Run {
@@ -100,6 +106,8 @@ pub enum Command {
         ramp: Option<usize>,
         /// How the provider speaks HTTP.
         http: HttpOptions,
+        /// Over TLS.
+        tls: bool,
     },
     /// Heap per parked session, broken down.
     Memory {
@@ -107,6 +115,8 @@ pub enum Command {
         sessions: usize,
         /// How the provider speaks HTTP.
         http: HttpOptions,
+        /// Over TLS.
+        tls: bool,
     },
     /// Sessions with seeded random faults, checked for lost or doubled tool results, leaked tasks and growth.
     Soak(SoakConfig),
@@ -153,8 +163,14 @@ impl Command {
                 sessions: options.sessions.unwrap_or(1000),
                 ramp: options.ramp,
                 http: options.http_options(),
+                tls: options.tls,
             }),
-            "memory" => Ok(Self::Memory { sessions: options.sessions.unwrap_or(1000), http: options.http_options() }),
+            "memory" => Ok(Self::Memory {
+                sessions: options.sessions.unwrap_or(1000),
+                http: options.http_options(),
+                tls: options.tls,
+            }),
+            "long" if options.tls => Err("`long` runs over plain HTTP: --http h1 or h2".to_string()),
             "long" => Ok(Self::Long { events: options.events.unwrap_or(100_000), http: options.http_options() }),
             "soak" | "soak-serve" => {
                 let config = SoakConfig {
@@ -178,6 +194,7 @@ impl Command {
             "serve" => Ok(Self::Serve {
                 provider: options.provider.ok_or("`serve` needs --provider")?,
                 long_events: options.long_events,
+                tls: options.serve_tls,
             }),
             "help" => Err(USAGE.to_string()),
             other => Err(format!("unknown command `{other}`\n\n{USAGE}")),
@@ -193,6 +210,8 @@ struct Options {
     events: Option<u64>,
     long_events: Option<u64>,
     http: Option<HttpVersion>,
+    tls: bool,
+    serve_tls: bool,
     max_idle: Option<usize>,
     turns: Option<usize>,
     fault_rate: Option<f64>,
@@ -235,11 +254,21 @@ impl Options {
             "--events" => self.events = Some(positive(flag, value)?),
             "--long-events" => self.long_events = Some(positive(flag, value)?),
             "--http" => {
-                self.http = Some(match value {
-                    "h1" => HttpVersion::Http1Only,
-                    "h2" => HttpVersion::Http2PriorKnowledge,
-                    other => return Err(format!("`--http` takes h1 or h2, not `{other}`")),
-                });
+                let (version, tls) = match value {
+                    "h1" => (HttpVersion::Http1Only, false),
+                    "h2" => (HttpVersion::Http2PriorKnowledge, false),
+                    "tls-h1" => (HttpVersion::Http1Only, true),
+                    "tls-h2" => (HttpVersion::Auto, true),
+                    other => return Err(format!("`--http` takes h1, h2, tls-h1 or tls-h2, not `{other}`")),
+                };
+                (self.http, self.tls) = (Some(version), tls);
+            }
+            "--tls" => {
+                self.serve_tls = match value {
+                    "on" => true,
+                    "off" => false,
+                    other => return Err(format!("`--tls` takes on or off, not `{other}`")),
+                };
             }
             "--turns" => self.turns = Some(positive(flag, value)?),
             "--round" => self.round = Some(positive(flag, value)?),
@@ -281,7 +310,13 @@ mod tests {
     fn bare_options_are_a_claude_run() {
         assert_eq!(
             parse(&["--sessions", "10000"]),
-            Ok(Command::Run { provider: ProviderKind::Claude, sessions: 10_000, ramp: None, http: HttpOptions::new() })
+            Ok(Command::Run {
+                provider: ProviderKind::Claude,
+                sessions: 10_000,
+                ramp: None,
+                http: HttpOptions::new(),
+                tls: false
+            })
         );
         assert_eq!(
             parse(&["run", "--provider", "agentcore", "--ramp", "50"]),
@@ -289,20 +324,31 @@ mod tests {
                 provider: ProviderKind::AgentCore,
                 sessions: 1000,
                 ramp: Some(50),
-                http: HttpOptions::new()
+                http: HttpOptions::new(),
+                tls: false
             })
         );
     }
 
     #[test]
     fn each_mode_has_its_defaults() {
-        assert_eq!(parse(&["memory"]), Ok(Command::Memory { sessions: 1000, http: HttpOptions::new() }));
+        assert_eq!(parse(&["memory"]), Ok(Command::Memory { sessions: 1000, http: HttpOptions::new(), tls: false }));
         assert_eq!(parse(&["long", "--events", "500"]), Ok(Command::Long { events: 500, http: HttpOptions::new() }));
         let h2 = HttpOptions::new().version(HttpVersion::Http2PriorKnowledge);
-        assert_eq!(parse(&["memory", "--http", "h2"]), Ok(Command::Memory { sessions: 1000, http: h2 }));
+        assert_eq!(parse(&["memory", "--http", "h2"]), Ok(Command::Memory { sessions: 1000, http: h2, tls: false }));
+        let tls = HttpOptions::new().version(HttpVersion::Auto);
+        assert_eq!(
+            parse(&["memory", "--http", "tls-h2"]),
+            Ok(Command::Memory { sessions: 1000, http: tls, tls: true })
+        );
+        assert!(parse(&["long", "--http", "tls-h1"]).unwrap_err().contains("plain HTTP"));
         assert_eq!(
             parse(&["serve", "--provider", "local"]),
-            Ok(Command::Serve { provider: ProviderKind::Local, long_events: None })
+            Ok(Command::Serve { provider: ProviderKind::Local, long_events: None, tls: false })
+        );
+        assert_eq!(
+            parse(&["serve", "--provider", "claude", "--tls", "on"]),
+            Ok(Command::Serve { provider: ProviderKind::Claude, long_events: None, tls: true })
         );
     }
 
@@ -332,7 +378,7 @@ mod tests {
         assert!(parse(&["run", "--provider", "openai"]).unwrap_err().contains("unknown provider"));
         assert!(parse(&["fly"]).unwrap_err().contains("unknown command"));
         assert!(parse(&["run", "--fast", "1"]).unwrap_err().contains("unknown option"));
-        assert!(parse(&["run", "--http", "h3"]).unwrap_err().contains("h1 or h2"));
+        assert!(parse(&["run", "--http", "h3"]).unwrap_err().contains("h1, h2, tls-h1 or tls-h2"));
         assert!(parse(&["memory", "--max-idle", "-1"]).unwrap_err().contains("whole number"));
     }
 

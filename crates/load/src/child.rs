@@ -17,12 +17,15 @@ pub struct EmulatorChild {
 }
 
 impl EmulatorChild {
-    /// Starts `provider`'s emulator (playing the long script of `long_events` events when given) and waits for
-    /// it to announce itself.
-    pub fn spawn(provider: ProviderKind, long_events: Option<u64>) -> io::Result<Self> {
+    /// Starts `provider`'s emulator (playing the long script of `long_events` events when given; over TLS when
+    /// `tls`) and waits for it to announce itself.
+    pub fn spawn(provider: ProviderKind, long_events: Option<u64>, tls: bool) -> io::Result<Self> {
         let mut args = vec!["serve".to_string(), "--provider".to_string(), provider.name().to_string()];
         if let Some(events) = long_events {
             args.extend(["--long-events".to_string(), events.to_string()]);
+        }
+        if tls {
+            args.extend(["--tls".to_string(), "on".to_string()]);
         }
         Self::spawn_args(args)
     }
@@ -80,11 +83,16 @@ impl EmulatorChild {
     }
 
     /// [`EmulatorChild::spawn`] off the async threads (it waits for the child's announcement).
-    pub async fn start(provider: ProviderKind, long_events: Option<u64>) -> Result<Self, String> {
-        tokio::task::spawn_blocking(move || Self::spawn(provider, long_events))
+    pub async fn start(provider: ProviderKind, long_events: Option<u64>, tls: bool) -> Result<Self, String> {
+        tokio::task::spawn_blocking(move || Self::spawn(provider, long_events, tls))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot start the emulator child: {e}"))
+    }
+
+    /// A value the child announced, when it did (`CERTIFICATE` only over TLS).
+    pub fn optional(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
     }
 
     /// A value the child announced (`BASE_URL`, `AGENT_ID`, `ENVIRONMENT_ID`).

@@ -102,7 +102,7 @@ pub async fn long(events: u64, http: HttpOptions) -> Result<(), String> {
 
 /// One long request under `retention`, in a fresh emulator child.
 async fn one(events: u64, retention: EventRetention, http: HttpOptions) -> Result<LongRun, String> {
-    let emulator = EmulatorChild::start(ProviderKind::Claude, Some(events)).await?;
+    let emulator = EmulatorChild::start(ProviderKind::Claude, Some(events), false).await?;
     let target = target(ProviderKind::Claude, &emulator, http).await.map_err(|e| e.to_string())?;
     let turns = u32::try_from(long_turns(events) + 2).map_err(|_| "too many events".to_string())?;
     let options = target

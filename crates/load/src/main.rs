@@ -59,26 +59,30 @@ fn main() -> ExitCode {
 
 async fn execute(command: Command) -> Result<(), String> {
     match command {
-        Command::Serve { provider, long_events } => {
-            serve::serve(provider, long_events).await.map_err(|e| e.to_string())
+        Command::Serve { provider, long_events, tls } => {
+            serve::serve(provider, long_events, tls).await.map_err(|e| e.to_string())
         }
-        Command::Run { provider, sessions, ramp, http } => run::run(provider, sessions, ramp, http).await,
-        Command::Memory { sessions, http } => memory::memory(sessions, http).await,
+        Command::Run { provider, sessions, ramp, http, tls } => run::run(provider, sessions, ramp, http, tls).await,
+        Command::Memory { sessions, http, tls } => memory::memory(sessions, http, tls).await,
         Command::Long { events, http } => long::long(events, http).await,
         Command::Soak(config) => soak::soak(config).await,
         Command::SoakServe { provider, config } => soak::serve(provider, config).await.map_err(|e| e.to_string()),
         Command::All => {
             // Each step runs in a process of its own, so one step's peak RSS and pooled connections do not
             // carry into the next.
-            let steps: [&[&str]; 9] = [
+            let steps: [&[&str]; 13] = [
                 &["run", "--provider", "claude", "--sessions", "1000"],
                 &["run", "--provider", "claude", "--sessions", "10000"],
                 &["run", "--provider", "claude", "--sessions", "10000", "--http", "h2"],
+                &["run", "--provider", "claude", "--sessions", "10000", "--http", "tls-h1"],
+                &["run", "--provider", "claude", "--sessions", "10000", "--http", "tls-h2"],
                 &["run", "--provider", "local", "--sessions", "1000"],
                 &["run", "--provider", "local", "--sessions", "1000", "--http", "h2"],
                 &["run", "--provider", "agentcore", "--sessions", "1000"],
                 &["memory", "--sessions", "1000"],
                 &["memory", "--sessions", "1000", "--http", "h2"],
+                &["memory", "--sessions", "1000", "--http", "tls-h1"],
+                &["memory", "--sessions", "1000", "--http", "tls-h2"],
                 &["long", "--events", "100000"],
             ];
             let exe = std::env::current_exe().map_err(|e| e.to_string())?;

@@ -111,9 +111,9 @@ impl Share {
 }
 
 /// Measures the breakdown over `sessions` sessions and prints it.
-pub async fn memory(sessions: usize, http: HttpOptions) -> Result<(), String> {
+pub async fn memory(sessions: usize, http: HttpOptions, tls: bool) -> Result<(), String> {
     crate::measure::raise_fd_limit().map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
-    let emulator = EmulatorChild::start(ProviderKind::Claude, None).await?;
+    let emulator = EmulatorChild::start(ProviderKind::Claude, None, tls).await?;
     let latencies = Arc::new(Latencies::with_capacity(4 * sessions * TOOL_TURNS));
     let idle = open_fds();
 
@@ -154,10 +154,11 @@ pub async fn memory(sessions: usize, http: HttpOptions) -> Result<(), String> {
     row("SessionResult of the parking request, if the caller keeps it", kept_result);
     let verdict = if none.bytes <= TARGET_BYTES { "within" } else { "over" };
     println!(
-        "target: ≤ 16 KiB per parked session excluding retained events — {verdict} ({}); HTTP {:?}; at most \
+        "target: ≤ 16 KiB per parked session excluding retained events — {verdict} ({}); HTTP {:?}{}; at most \
          {AT_ONCE} connections opening / sessions parking at once",
         report::kib(none.bytes),
-        http.version
+        http.version,
+        if tls { " over TLS" } else { "" }
     );
     report::print(
         &table,

@@ -47,13 +47,14 @@ pub async fn run(
     sessions: usize,
     ramp: Option<usize>,
     http: HttpOptions,
+    tls: bool,
 ) -> Result<(), String> {
     let fd_limit = crate::measure::raise_fd_limit().map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
     let (ramp, why) = match ramp {
         Some(ramp) => (Some(ramp), "as asked"),
         None => (auto_ramp(sessions, fd_limit)?, "chosen so sockets stay under the open-file limit"),
     };
-    let emulator = EmulatorChild::start(provider, None).await?;
+    let mut emulator = EmulatorChild::start(provider, None, tls).await?;
     let target = target(provider, &emulator, http).await.map_err(|e| format!("cannot build the provider: {e}"))?;
     let latencies = Arc::new(Latencies::with_capacity(sessions * TOOL_TURNS));
 
@@ -66,6 +67,8 @@ pub async fn run(
     // The results that parked the sessions are dropped first: what is measured is what a parked session holds.
     let handles: Vec<_> = parked.sessions.into_iter().map(|(handle, _)| handle).collect();
     let at_park = (crate::ALLOC.live_bytes(), Resident::now(), open_fds());
+    // The connections the emulator accepted up to here (the driver's own count is in its open files).
+    let connections = emulator.ask("CONNECTIONS", "CONNECTIONS=").await.unwrap_or_else(|_| "–".to_string());
 
     let follow_up_started = Instant::now();
     let (answered, follow_up_failures) = follow_up(handles, ramp).await;
@@ -99,6 +102,7 @@ pub async fn run(
         "RSS / parked",
         "heap / parked",
         "fds parked / peak",
+        "connections",
         "dispatch p50 / p99",
         "round trip p50 / p99 (incl. emulator + wire)",
     ]);
@@ -112,6 +116,7 @@ pub async fn run(
         report::kib(rss_per_session),
         report::kib(heap_per_session),
         format!("{} / {fds_peak}", at_park.2),
+        connections.clone(),
         pair(&dispatch),
         pair(&round_trip),
     ]);
@@ -121,9 +126,10 @@ pub async fn run(
     );
     let ports = ephemeral_ports().map_or_else(|| "unknown".to_string(), |(low, high)| format!("{low}–{high}"));
     println!(
-        "HTTP {:?}; sessions started {ramp_text}; open-file limit {fd_limit}; ephemeral ports {ports}; fds after the \
-         follow-up {fds_end}; emulator child (not counted above): peak RSS {}",
+        "HTTP {:?}{}; sessions started {ramp_text}; open-file limit {fd_limit}; ephemeral ports {ports}; fds after \
+         the follow-up {fds_end}; emulator child (not counted above): peak RSS {}",
         http.version,
+        if tls { " over TLS" } else { "" },
         report::mib(child_peak)
     );
     let percentiles = |samples: &Samples| {
@@ -135,6 +141,7 @@ pub async fn run(
         "run",
         json!({
             "provider": provider.name(), "sessions": sessions, "ramp": ramp, "completed": completed,
+            "http": format!("{:?}", http.version), "tls": tls, "connections": connections,
             "failures": failures.len(), "park_ms": park_time.as_millis() as u64,
             "follow_up_ms": follow_up_time.as_millis() as u64, "peak_rss": end.peak, "rss_before": before.1.rss,
             "rss_parked": at_park.1.rss, "rss_per_parked": rss_per_session, "heap_before": before.0,

@@ -7,11 +7,13 @@ use aws_credential_types::Credentials;
 use managed_agents_agentcore::BedrockAgentCore;
 use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_core::HttpOptions;
+use managed_agents_core::http::HttpClient;
 use managed_agents_core::{Provider, SessionOptions};
 use managed_agents_local::Local;
 
 use crate::args::ProviderKind;
 use crate::child::EmulatorChild;
+use crate::serve::unhex;
 
 /// A provider and the options every session against it starts from.
 pub struct Target {
@@ -22,7 +24,8 @@ pub struct Target {
 }
 
 /// Builds `kind`'s provider against `emulator`; the Claude and Local providers speak HTTP as `http` says
-/// (`--http`, `--max-idle`), AgentCore through the SDK's own client.
+/// (`--http`, `--max-idle`; over TLS when the child announced a certificate), AgentCore through the SDK's own
+/// client.
 pub async fn target(
     kind: ProviderKind,
     emulator: &EmulatorChild,
@@ -31,11 +34,14 @@ pub async fn target(
     let base_url = emulator.value("BASE_URL")?;
     Ok(match kind {
         ProviderKind::Claude => {
-            let provider = ClaudeManagedAgents::builder()
-                .base_url(base_url)
-                .api_key("load-test-key")
-                .http_options(http)
-                .build()?;
+            let mut builder =
+                ClaudeManagedAgents::builder().base_url(base_url).api_key("load-test-key").http_options(http);
+            if let Some(certificate) = emulator.optional("CERTIFICATE") {
+                // Over TLS: a client that trusts the child's certificate and nothing else.
+                let certificate = unhex(certificate).ok_or("the emulator child announced a garbled certificate")?;
+                builder = builder.http_client(HttpClient::with_root_certificates(&http, &[certificate])?);
+            }
+            let provider = builder.build()?;
             let options = SessionOptions::new()
                 .agent_id(emulator.value("AGENT_ID")?)
                 .environment_id(emulator.value("ENVIRONMENT_ID")?);

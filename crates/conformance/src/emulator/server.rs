@@ -4,7 +4,7 @@ use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody};
+use managed_agents_core::http::server::{LoopbackServer, ReceivedRequest, ResponseBody, ServerOptions};
 use managed_agents_core::http::{Bytes, HeaderMap, Method, Response, Uri};
 
 /// An emulator's state, shared by its request handlers and its inspection methods behind one lock.
@@ -65,7 +65,7 @@ impl LoggedRequest {
     }
 }
 
-/// An emulator's server on `127.0.0.1` (HTTP/1.1 and h2c): it logs every request, then hands it to the
+/// An emulator's server on `127.0.0.1` (HTTP/1.1 and HTTP/2, plain or TLS): it logs every request, then hands it to the
 /// emulator's route with the shared state. Dropping it stops the server.
 pub struct EmulatorServer<S> {
     server: LoopbackServer,
@@ -80,8 +80,17 @@ impl<S> std::fmt::Debug for EmulatorServer<S> {
 }
 
 impl<S: Send + 'static> EmulatorServer<S> {
-    /// Serves every request with `route(state, request)`, after logging it.
+    /// Serves every request with `route(state, request)`, after logging it, over plain HTTP.
     pub async fn start<R, Fut>(state: S, route: R) -> io::Result<Self>
+    where
+        R: Fn(Shared<S>, ReceivedRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Response<ResponseBody>> + Send + 'static,
+    {
+        Self::start_with(ServerOptions::default(), state, route).await
+    }
+
+    /// Like [`EmulatorServer::start`], serving as `options` say (TLS, a stream limit).
+    pub async fn start_with<R, Fut>(options: ServerOptions, state: S, route: R) -> io::Result<Self>
     where
         R: Fn(Shared<S>, ReceivedRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Response<ResponseBody>> + Send + 'static,
@@ -89,7 +98,7 @@ impl<S: Send + 'static> EmulatorServer<S> {
         let state = Shared::new(state);
         let requests = Shared::new(Vec::new());
         let (shared, log) = (state.clone(), requests.clone());
-        let server = LoopbackServer::start(move |request: ReceivedRequest| {
+        let server = LoopbackServer::start_with(options, move |request: ReceivedRequest| {
             log.lock().push(LoggedRequest {
                 method: request.method.clone(),
                 uri: request.uri.clone(),
@@ -105,9 +114,25 @@ impl<S: Send + 'static> EmulatorServer<S> {
 }
 
 impl<S> EmulatorServer<S> {
-    /// `http://127.0.0.1:<port>`; an emulator appends its API root when its wire has one.
+    /// `http://127.0.0.1:<port>` (`https://…` over TLS); an emulator appends its API root when its wire has one.
     pub fn base_url(&self) -> String {
         self.server.base_url()
+    }
+
+    /// The server's certificate (DER) when it speaks TLS: what a client must trust.
+    pub fn certificate_der(&self) -> Option<&[u8]> {
+        self.server.certificate_der()
+    }
+
+    /// How many connections the server has accepted so far.
+    pub fn connections(&self) -> usize {
+        self.server.connections()
+    }
+
+    /// Sends every open connection away, closing those still open `grace` later; the future completes once
+    /// they have all closed (see [`LoopbackServer::go_away`]).
+    pub fn go_away(&self, grace: std::time::Duration) -> impl Future<Output = ()> + Send + 'static {
+        self.server.go_away(grace)
     }
 
     /// The emulator's state.

@@ -1,17 +1,20 @@
 //! A hyper 1 client with rustls, and request sending with retries.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
+use hyper::body::{Body as _, Incoming};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::body::read_body;
 use super::incoming::IncomingBody;
+use super::pool::{Connector, Http2Pool, PoolError, PoolSettings, Sent, StreamSlot};
 use super::retry::{retry_after, should_retry_header};
 use crate::diagnostic::{cause_in_words, redacted_url};
 use crate::http_settings::{HttpOptions, HttpVersion};
@@ -43,22 +46,41 @@ impl Replay {
 /// The body type of requests sent through [`HttpClient`].
 pub type RequestBody = Full<Bytes>;
 
-/// An HTTP client for `http` and `https` URLs (rustls with the webpki roots), configured by [`HttpOptions`]:
-/// connect timeout, bounded idle pool, HTTP version. Cloning is cheap and shares the connection pool.
+/// An HTTP client for `http` and `https` URLs (rustls; the webpki roots unless
+/// [`HttpClient::with_root_certificates`] says otherwise), configured by [`HttpOptions`]: connect timeout, idle
+/// connections, HTTP version, streams per HTTP/2 connection. Cloning is cheap and shares the connections.
+///
+/// HTTP/1.1 requests go through hyper's pooled client. HTTP/2 requests go through this crate's own pool, which
+/// opens as many connections per origin as the open streams need, each carrying at most what its server allows
+/// at once (see [`HttpVersion`]); a live session's event stream therefore never waits for a stream that does not
+/// end.
 #[derive(Clone)]
 pub struct HttpClient {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, RequestBody>,
+    http1: Client<Connector, RequestBody>,
+    http2: Option<Http2Pool>,
+    version: HttpVersion,
     recorder: Option<Recorder>,
 }
 
 impl fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpClient").field("recording", &self.recorder.is_some()).finish_non_exhaustive()
+        f.debug_struct("HttpClient")
+            .field("version", &self.version)
+            .field("recording", &self.recorder.is_some())
+            .finish_non_exhaustive()
     }
 }
 
 /// How long an idle pooled connection is kept before it is closed.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Which protocols a connector offers by ALPN on `https`.
+#[derive(Clone, Copy)]
+enum Offer {
+    Http1,
+    Http2,
+    Both,
+}
 
 impl HttpClient {
     /// A client with the default [`HttpOptions`] but `connect_timeout`.
@@ -66,29 +88,62 @@ impl HttpClient {
         Self::with_options(&HttpOptions::new().connect_timeout(connect_timeout))
     }
 
-    /// A client for `options`, once [`HttpOptions::validate`] accepts them.
+    /// A client for `options`, once [`HttpOptions::validate`] accepts them, trusting the webpki roots.
     pub fn with_options(options: &HttpOptions) -> Result<Self, Error> {
-        options.validate()?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(options.connect_timeout));
-        http.set_nodelay(true);
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
+        Self::build(options, None)
+    }
+
+    /// A client for `options` that trusts only `certificates` (DER-encoded roots, e.g. a private CA's, or a test
+    /// server's self-signed certificate) instead of the webpki roots. An empty list or a certificate that is not
+    /// DER is refused ([`Error::InvalidOption`] for `root_certificates`).
+    pub fn with_root_certificates(options: &HttpOptions, certificates: &[impl AsRef<[u8]>]) -> Result<Self, Error> {
+        let invalid = |reason: String| Error::invalid_option("root_certificates", reason);
+        if certificates.is_empty() {
+            return Err(invalid("no certificate given".to_string()));
+        }
+        let mut roots = rustls::RootCertStore::empty();
+        for certificate in certificates {
+            let der = rustls::pki_types::CertificateDer::from(certificate.as_ref().to_vec());
+            roots.add(der).map_err(|error| invalid(format!("not a usable DER certificate: {error}")))?;
+        }
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
             .map_err(|error| Error::transport("cannot set up TLS", error))?
-            .https_or_http();
-        let https = match options.version {
-            HttpVersion::Http1Only => https.enable_http1().wrap_connector(http),
-            HttpVersion::Auto => https.enable_all_versions().wrap_connector(http),
-            HttpVersion::Http2PriorKnowledge => https.enable_http2().wrap_connector(http),
-        };
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Self::build(options, Some(config))
+    }
+
+    fn build(options: &HttpOptions, tls: Option<rustls::ClientConfig>) -> Result<Self, Error> {
+        options.validate()?;
+        let connector = |offer| connector(options, tls.clone(), offer);
         let mut builder = Client::builder(TokioExecutor::new());
         builder
             .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .pool_timer(TokioTimer::new())
-            .pool_max_idle_per_host(options.max_idle_per_host)
-            .http2_only(options.version == HttpVersion::Http2PriorKnowledge);
-        Ok(Self { client: builder.build(https), recorder: None })
+            .pool_max_idle_per_host(options.max_idle_per_host);
+        let http1 = builder.build(connector(Offer::Http1)?);
+        let http2 = match options.version {
+            HttpVersion::Http1Only => None,
+            version => {
+                let prior_knowledge = version == HttpVersion::Http2PriorKnowledge;
+                let settings = PoolSettings {
+                    connect_timeout: options.connect_timeout,
+                    max_streams: options.max_streams_per_connection,
+                    idle_timeout: if options.max_idle_per_host == 0 { Duration::ZERO } else { POOL_IDLE_TIMEOUT },
+                    prior_knowledge,
+                };
+                let offer = if prior_knowledge { Offer::Http2 } else { Offer::Both };
+                Some(Http2Pool::new(connector(offer)?, settings))
+            }
+        };
+        Ok(Self { http1, http2, version: options.version, recorder: None })
+    }
+
+    /// The HTTP/2 connections open in the pool (tests).
+    #[cfg(test)]
+    pub(super) fn http2_connections(&self) -> usize {
+        self.http2.as_ref().map_or(0, Http2Pool::connections)
     }
 
     /// The same client (sharing its pool), copying every exchange into `recorder`: each request as sent, each
@@ -113,14 +168,13 @@ impl HttpClient {
             Some(recorder) => Some(record_request(recorder, &request).await),
             None => None,
         };
-        let outcome = tokio::time::timeout(timeout, self.client.request(request)).await;
-        let outcome = match outcome {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(error)) if error.is_connect() => Err(Error::connect_message(describe(&target, &error))),
-            Ok(Err(error)) => Err(Error::transport_message(describe(&target, &error))),
+        let outcome = match tokio::time::timeout(timeout, self.dispatch(request, &target)).await {
+            Ok(outcome) => outcome,
             Err(_) => Err(Error::response_timeout(timeout)),
         };
-        let response = match outcome {
+        let (response, mut slot) = match outcome {
+            // A response that came whole with its head (no body) has ended its stream already.
+            Ok((response, _)) if response.body().is_end_stream() => (response, None),
             Ok(response) => response,
             Err(error) => {
                 if let Some(exchange) = &mut exchange {
@@ -129,17 +183,48 @@ impl HttpClient {
                 return Err(error);
             }
         };
-        let Some(exchange) = exchange else { return Ok(response.map(IncomingBody::plain)) };
-        exchange.response(
-            response.status().as_u16(),
-            response.headers().iter().filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?))),
-        );
         let event_stream = response
             .headers()
             .get(http::header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("text/event-stream"));
-        Ok(response.map(|body| IncomingBody::recorded(body, exchange, event_stream)))
+        if event_stream && let Some(slot) = &mut slot {
+            slot.event_stream();
+        }
+        let Some(exchange) = exchange else { return Ok(response.map(|body| IncomingBody::plain(body, slot))) };
+        exchange.response(
+            response.status().as_u16(),
+            response.headers().iter().filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?))),
+        );
+        Ok(response.map(|body| IncomingBody::recorded(body, slot, exchange, event_stream)))
+    }
+
+    /// Sends `request` on HTTP/2 when this client speaks it to the request's origin, on HTTP/1.1 otherwise.
+    async fn dispatch(
+        &self,
+        request: Request<RequestBody>,
+        target: &str,
+    ) -> Result<(Response<Incoming>, Option<StreamSlot>), Error> {
+        let request = match &self.http2 {
+            Some(pool)
+                if self.version == HttpVersion::Http2PriorKnowledge || request.uri().scheme_str() == Some("https") =>
+            {
+                match pool.send(request).await {
+                    Ok(Sent::Response(response, slot)) => return Ok((response, Some(slot))),
+                    Ok(Sent::Http1(request)) => request,
+                    Err(PoolError::Connect(cause)) => return Err(Error::connect_message(format!("{target}: {cause}"))),
+                    Err(PoolError::Request(error)) => {
+                        return Err(Error::transport_message(format!("{target}: {}", cause_in_words(&error))));
+                    }
+                }
+            }
+            _ => request,
+        };
+        match self.http1.request(request).await {
+            Ok(response) => Ok((response, None)),
+            Err(error) if error.is_connect() => Err(Error::connect_message(describe(target, &error))),
+            Err(error) => Err(Error::transport_message(describe(target, &error))),
+        }
     }
 
     /// Sends a request built by `build` until it succeeds, retrying under `policy` (the server's `retry-after`
@@ -189,6 +274,26 @@ impl HttpClient {
             tokio::time::sleep(delay).await;
         }
     }
+}
+
+/// A connector for `options` offering `offer` by ALPN on `https` (plain `http` passes through).
+fn connector(options: &HttpOptions, tls: Option<rustls::ClientConfig>, offer: Offer) -> Result<Connector, Error> {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_connect_timeout(Some(options.connect_timeout));
+    http.set_nodelay(true);
+    let builder = match tls {
+        Some(config) => hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(config),
+        None => hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
+            .map_err(|error| Error::transport("cannot set up TLS", error))?,
+    }
+    .https_or_http();
+    Ok(match offer {
+        Offer::Http1 => builder.enable_http1().wrap_connector(http),
+        Offer::Http2 => builder.enable_http2().wrap_connector(http),
+        Offer::Both => builder.enable_all_versions().wrap_connector(http),
+    })
 }
 
 /// Records `request` (its body is in memory: [`RequestBody`] is a full body) and returns its exchange.

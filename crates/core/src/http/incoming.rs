@@ -6,6 +6,7 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
+use super::pool::StreamSlot;
 use super::sse::{SseDecoder, SseFrame};
 use crate::diagnostic::cause_in_words;
 use crate::recording::{End, Exchange, SseRecord};
@@ -20,6 +21,8 @@ const MAX_RECORDED_BODY: usize = 16 << 20;
 pub struct IncomingBody {
     body: Incoming,
     tap: Option<Tap>,
+    /// The HTTP/2 stream's claim on its pooled connection, given back when the body ends or is dropped.
+    slot: Option<StreamSlot>,
 }
 
 #[derive(Debug)]
@@ -30,13 +33,13 @@ struct Tap {
 }
 
 impl IncomingBody {
-    pub(super) fn plain(body: Incoming) -> Self {
-        Self { body, tap: None }
+    pub(super) fn plain(body: Incoming, slot: Option<StreamSlot>) -> Self {
+        Self { body, tap: None, slot }
     }
 
-    pub(super) fn recorded(body: Incoming, exchange: Exchange, event_stream: bool) -> Self {
+    pub(super) fn recorded(body: Incoming, slot: Option<StreamSlot>, exchange: Exchange, event_stream: bool) -> Self {
         let sse = event_stream.then(SseDecoder::new);
-        Self { body, tap: Some(Tap { exchange, sse, whole: BytesMut::new() }) }
+        Self { body, tap: Some(Tap { exchange, sse, whole: BytesMut::new() }), slot }
     }
 }
 
@@ -78,6 +81,9 @@ impl Body for IncomingBody {
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let this = &mut *self;
         let polled = Pin::new(&mut this.body).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            this.slot = None;
+        }
         if let Some(tap) = &mut this.tap {
             match &polled {
                 Poll::Ready(Some(Ok(frame))) => {

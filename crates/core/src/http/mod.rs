@@ -7,6 +7,10 @@
 mod body;
 mod client;
 mod incoming;
+mod pool;
+#[cfg(all(test, feature = "http-server"))]
+mod pool_tests;
+mod preface;
 mod retry;
 #[cfg(feature = "http-server")]
 pub mod server;

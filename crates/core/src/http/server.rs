@@ -1,11 +1,12 @@
-//! A small HTTP/1.1 and h2c (prior knowledge) server on loopback, for emulators (feature `http-server`).
+//! A small HTTP/1.1 and HTTP/2 server on loopback, plain or TLS, for emulators (feature `http-server`).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::Arc;
+use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 /// A response body: complete bytes, or chunks sent from a task as they are produced.
@@ -32,7 +33,9 @@ enum BodyKind {
 impl ResponseBody {
     /// A complete body.
     pub fn full(bytes: impl Into<Bytes>) -> Self {
-        Self(BodyKind::Full(Some(bytes.into())), None)
+        let bytes = bytes.into();
+        // An empty body ends with the response head (HTTP/2: `END_STREAM` on its `HEADERS`).
+        Self(BodyKind::Full((!bytes.is_empty()).then_some(bytes)), None)
     }
 
     /// A streamed body and the sender that feeds it. Sending `Err` aborts the connection mid-body (a dropped
@@ -194,74 +197,110 @@ pub struct ReceivedRequest {
 
 type Handler = dyn Fn(ReceivedRequest) -> Pin<Box<dyn Future<Output = Response<ResponseBody>> + Send>> + Send + Sync;
 
-/// An HTTP/1.1 and h2c server on `127.0.0.1` (port chosen by the OS); an HTTP/2 client must use prior knowledge
-/// (no upgrade), and may open any number of concurrent streams. Dropping it stops the server and its connections.
+/// Whether and how a [`LoopbackServer`] speaks TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerTls {
+    /// TLS, offering `h2` and `http/1.1` by ALPN (the client's pick).
+    Http2AndHttp1,
+    /// TLS, offering `http/1.1` only (a server that does not speak HTTP/2).
+    Http1Only,
+}
+
+/// How a [`LoopbackServer`] serves: plain HTTP/1.1 and h2c by default. Build with `ServerOptions::default()`
+/// and the setters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// TLS with a self-signed certificate for `127.0.0.1` and `localhost`, made when the server starts
+    /// ([`LoopbackServer::certificate_der`] is what a client must trust); `None` serves plain HTTP.
+    pub tls: Option<ServerTls>,
+    /// The `SETTINGS_MAX_CONCURRENT_STREAMS` each HTTP/2 connection announces; `None` announces no limit.
+    pub max_concurrent_streams: Option<u32>,
+}
+
+impl ServerOptions {
+    /// Sets [`ServerOptions::tls`].
+    #[must_use]
+    pub fn tls(mut self, tls: Option<ServerTls>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Sets [`ServerOptions::max_concurrent_streams`].
+    #[must_use]
+    pub fn max_concurrent_streams(mut self, max: Option<u32>) -> Self {
+        self.max_concurrent_streams = max;
+        self
+    }
+}
+
+/// An HTTP/1.1 and HTTP/2 server on `127.0.0.1` (port chosen by the OS): plain (HTTP/2 by prior knowledge, no
+/// upgrade) or TLS ([`ServerOptions`]). Dropping it stops the server and its connections.
 pub struct LoopbackServer {
     address: SocketAddr,
+    certificate: Option<Vec<u8>>,
+    connections: Arc<AtomicUsize>,
+    away: watch::Sender<Duration>,
+    /// The connections accepted since the last `go_away`: each holds a clone of the sender, and the receiver
+    /// hears that they have all ended.
+    generation: Arc<Mutex<Generation>>,
     _tasks: JoinSet<()>,
 }
 
+type Generation = (mpsc::Sender<()>, mpsc::Receiver<()>);
+
 impl std::fmt::Debug for LoopbackServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoopbackServer").field("address", &self.address).finish()
+        f.debug_struct("LoopbackServer")
+            .field("address", &self.address)
+            .field("tls", &self.certificate.is_some())
+            .finish_non_exhaustive()
     }
 }
 
 impl LoopbackServer {
-    /// Starts serving every request with `handler`.
+    /// Starts serving every request with `handler`, over plain HTTP.
     pub async fn start<F, Fut>(handler: F) -> io::Result<Self>
+    where
+        F: Fn(ReceivedRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Response<ResponseBody>> + Send + 'static,
+    {
+        Self::start_with(ServerOptions::default(), handler).await
+    }
+
+    /// Starts serving every request with `handler`, as `options` say.
+    pub async fn start_with<F, Fut>(options: ServerOptions, handler: F) -> io::Result<Self>
     where
         F: Fn(ReceivedRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Response<ResponseBody>> + Send + 'static,
     {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let address = listener.local_addr()?;
-        let handler: Arc<Handler> = Arc::new(move |request| Box::pin(handler(request)));
-        let mut tasks = JoinSet::new();
-        tasks.spawn(async move {
-            let mut builder = auto::Builder::new(TokioExecutor::new());
-            builder.http1().timer(TokioTimer::new());
-            // Every emulated session may hold an event stream open on one shared HTTP/2 connection.
-            builder.http2().timer(TokioTimer::new()).max_concurrent_streams(None);
-            let builder = Arc::new(builder);
-            let mut connections = JoinSet::new();
-            loop {
-                let stream = match listener.accept().await {
-                    Ok((stream, _)) => stream,
-                    Err(error) => {
-                        // Out of file descriptors, say: the connections already open go on, and so does this
-                        // loop once the pressure is off.
-                        let pause = accept_backoff(&error);
-                        tracing::warn!(%error, ?pause, "the loopback server could not accept a connection");
-                        tokio::time::sleep(pause).await;
-                        continue;
-                    }
-                };
-                // Streamed bodies are many small writes: without this, Nagle's algorithm and delayed ACKs add
-                // ~40 ms per response.
-                let _ = stream.set_nodelay(true);
-                let handler = Arc::clone(&handler);
-                let builder = Arc::clone(&builder);
-                connections.spawn(async move {
-                    let service = service_fn(move |request: Request<Incoming>| {
-                        let handler = Arc::clone(&handler);
-                        async move {
-                            let (parts, body) = request.into_parts();
-                            let body = match body.collect().await {
-                                Ok(collected) => collected.to_bytes(),
-                                Err(_) => Bytes::new(),
-                            };
-                            let received =
-                                ReceivedRequest { method: parts.method, uri: parts.uri, headers: parts.headers, body };
-                            Ok::<_, Infallible>(handler(received).await)
-                        }
-                    });
-                    let _ = builder.serve_connection(TokioIo::new(stream), service).await;
-                });
-                while connections.try_join_next().is_some() {}
+        let (certificate, acceptor) = match options.tls {
+            Some(tls) => {
+                let (certificate, acceptor) = tls_acceptor(tls)?;
+                (Some(certificate), Some(acceptor))
             }
-        });
-        Ok(Self { address, _tasks: tasks })
+            None => (None, None),
+        };
+        let handler: Arc<Handler> = Arc::new(move |request| Box::pin(handler(request)));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let (away, _) = watch::channel(Duration::ZERO);
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder.http1().timer(TokioTimer::new());
+        builder.http2().timer(TokioTimer::new()).max_concurrent_streams(options.max_concurrent_streams);
+        let generation = Arc::new(Mutex::new(mpsc::channel(1)));
+        let accept = Accept {
+            builder: Arc::new(builder),
+            handler,
+            acceptor,
+            away: away.clone(),
+            generation: Arc::clone(&generation),
+        };
+        let mut tasks = JoinSet::new();
+        tasks.spawn(accept.run(listener, Arc::clone(&connections)));
+        Ok(Self { address, certificate, connections, away, generation, _tasks: tasks })
     }
 
     /// The address the server listens on.
@@ -269,10 +308,153 @@ impl LoopbackServer {
         self.address
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>`, or `https://…` when it speaks TLS.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.address)
+        let scheme = if self.certificate.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.address)
     }
+
+    /// The server's self-signed certificate (DER) when it speaks TLS: the one root a client must trust.
+    pub fn certificate_der(&self) -> Option<&[u8]> {
+        self.certificate.as_deref()
+    }
+
+    /// How many connections the server has accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::Acquire)
+    }
+
+    /// Tells every open connection to go away, as a server does before it restarts: HTTP/2 connections get a
+    /// `GOAWAY` (HTTP/1.1 ones close after their current response), and each connection still open `grace` later
+    /// is closed, cutting the streams it carries. New connections are accepted as before.
+    ///
+    /// That happens whether or not the returned future is awaited; it completes once every connection open at
+    /// the call has closed.
+    pub fn go_away(&self, grace: Duration) -> impl Future<Output = ()> + Send + 'static {
+        // Connections accepted from now on belong to the next generation; the old one's senders go with them.
+        let (sender, mut ended) =
+            std::mem::replace(&mut *self.generation.lock().unwrap_or_else(PoisonError::into_inner), mpsc::channel(1));
+        drop(sender);
+        self.away.send_replace(grace);
+        async move { while ended.recv().await.is_some() {} }
+    }
+}
+
+/// What the accept loop shares with every connection it serves.
+struct Accept {
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    handler: Arc<Handler>,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    away: watch::Sender<Duration>,
+    generation: Arc<Mutex<Generation>>,
+}
+
+impl Accept {
+    async fn run(self, listener: TcpListener, accepted: Arc<AtomicUsize>) {
+        let mut connections = JoinSet::new();
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // Out of file descriptors, say: the connections already open go on, and so does this loop
+                    // once the pressure is off.
+                    let pause = accept_backoff(&error);
+                    tracing::warn!(%error, ?pause, "the loopback server could not accept a connection");
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
+            };
+            accepted.fetch_add(1, Ordering::AcqRel);
+            // Streamed bodies are many small writes: without this, Nagle's algorithm and delayed ACKs add ~40 ms
+            // per response.
+            let _ = stream.set_nodelay(true);
+            let (builder, handler, acceptor) =
+                (Arc::clone(&self.builder), Arc::clone(&self.handler), self.acceptor.clone());
+            // Subscribed at accept: only a `go_away` from now on concerns this connection.
+            let away = self.away.subscribe();
+            let generation = self.generation.lock().unwrap_or_else(PoisonError::into_inner).0.clone();
+            connections.spawn(async move {
+                let _generation = generation;
+                match acceptor {
+                    Some(acceptor) => match acceptor.accept(stream).await {
+                        Ok(stream) => serve(&builder, TokioIo::new(stream), handler, away).await,
+                        Err(error) => tracing::debug!(%error, "a TLS handshake with the loopback server failed"),
+                    },
+                    None => serve(&builder, TokioIo::new(stream), handler, away).await,
+                }
+            });
+            while connections.try_join_next().is_some() {}
+        }
+    }
+}
+
+/// Serves one connection until it ends, or until a `go_away` and its grace period.
+async fn serve<I>(
+    builder: &auto::Builder<TokioExecutor>,
+    io: I,
+    handler: Arc<Handler>,
+    mut away: watch::Receiver<Duration>,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request: Request<Incoming>| {
+        let handler = Arc::clone(&handler);
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = match body.collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(_) => Bytes::new(),
+            };
+            let received =
+                ReceivedRequest { method: parts.method, uri: origin_form(parts.uri), headers: parts.headers, body };
+            Ok::<_, Infallible>(handler(received).await)
+        }
+    });
+    let mut connection = pin!(builder.serve_connection(io, service));
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        told = away.changed() => {
+            if told.is_err() {
+                // The server is gone: its task set ends this one.
+                let _ = connection.await;
+                return;
+            }
+            let grace = *away.borrow_and_update();
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(grace, connection).await;
+        }
+    }
+}
+
+/// The path and query of `uri`: an HTTP/2 request's URI carries its scheme and authority too, which
+/// [`ReceivedRequest::uri`] leaves out whatever the version.
+fn origin_form(uri: http::Uri) -> http::Uri {
+    match uri.path_and_query() {
+        Some(path) if uri.scheme().is_some() => path.as_str().parse().unwrap_or(uri),
+        _ => uri,
+    }
+}
+
+/// A self-signed certificate for `127.0.0.1` and `localhost` (DER), and an acceptor presenting it with `tls`'s
+/// ALPN protocols.
+fn tls_acceptor(tls: ServerTls) -> io::Result<(Vec<u8>, tokio_rustls::TlsAcceptor)> {
+    let invalid = |error: &dyn std::fmt::Display| io::Error::other(error.to_string());
+    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+        .map_err(|error| invalid(&error))?;
+    let certificate = made.cert.der().to_vec();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| invalid(&error))?
+        .with_no_client_auth()
+        .with_single_cert(vec![certificate.clone().into()], key)
+        .map_err(|error| invalid(&error))?;
+    config.alpn_protocols = match tls {
+        ServerTls::Http2AndHttp1 => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        ServerTls::Http1Only => vec![b"http/1.1".to_vec()],
+    };
+    Ok((certificate, tokio_rustls::TlsAcceptor::from(Arc::new(config))))
 }
 
 /// How long the accept loop pauses after `error` before accepting again: not at all when only that one

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use managed_agents_core::Secret;
+use managed_agents_core::http::server::ServerOptions;
 
 #[cfg(doc)]
 use managed_agents_conformance::Fault;
@@ -38,6 +39,9 @@ pub struct EmulatorOptions {
     /// the first, since its ack) before it is queued again; default [`DEFAULT_WORK_LEASE_TTL`]. A heartbeat's
     /// `ttl_seconds` reports it in whole seconds (rounded up).
     pub work_lease_ttl: Duration,
+    /// How the server serves: plain HTTP/1.1 and h2c (the default), or TLS with a certificate made at start
+    /// ([`ClaudeEmulator::certificate_der`](super::ClaudeEmulator::certificate_der)), with a stream limit.
+    pub server: ServerOptions,
 }
 
 /// The service's default work-item lease TTL (300 s), as the official SDK's session runner states it (its
@@ -73,6 +77,7 @@ impl Default for EmulatorOptions {
             preview_chars: 0,
             webhooks: None,
             work_lease_ttl: DEFAULT_WORK_LEASE_TTL,
+            server: ServerOptions::default(),
         }
     }
 }
@@ -145,6 +150,13 @@ impl EmulatorOptions {
     #[must_use]
     pub fn with_work_lease_ttl(mut self, ttl: Duration) -> Self {
         self.work_lease_ttl = ttl;
+        self
+    }
+
+    /// Serving as `server` says (see [`EmulatorOptions::server`]).
+    #[must_use]
+    pub fn with_server(mut self, server: ServerOptions) -> Self {
+        self.server = server;
         self
     }
 }

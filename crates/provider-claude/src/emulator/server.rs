@@ -3,11 +3,12 @@
 
 use std::io;
 use std::sync::MutexGuard;
+use std::time::Duration;
 
 use managed_agents_conformance::emulator::{EmulatorServer, LoggedRequest};
 use managed_agents_conformance::{InputLog, Scripts};
-use managed_agents_core::Secret;
-use managed_agents_core::http::{Bytes, Method, StatusCode};
+use managed_agents_core::http::{Bytes, HttpClient, Method, StatusCode};
+use managed_agents_core::{HttpOptions, Secret};
 use serde_json::{Value, json};
 
 use crate::emulator::options::EmulatorOptions;
@@ -75,9 +76,10 @@ impl ClaudeEmulator {
     pub async fn start_with(scripts: impl Into<Scripts>, options: EmulatorOptions) -> io::Result<Self> {
         let deliveries = Deliveries::new(Vec::new());
         let webhooks = options.webhooks.as_ref().map(|endpoint| Webhooks::new(endpoint, deliveries.clone()));
+        let server_options = options.server;
         let mut state = State::new(scripts.into(), options);
         state.webhooks = webhooks.transpose()?;
-        let server = EmulatorServer::start(state, route).await?;
+        let server = EmulatorServer::start_with(server_options, state, route).await?;
         Ok(Self { server, deliveries })
     }
 
@@ -92,9 +94,40 @@ impl ClaudeEmulator {
     }
 
     /// The provider's builder pointed at this emulator, with an API key it accepts: ready to `build()`, or to
-    /// set more first (a retry policy, timeouts …).
+    /// set more first (a retry policy, timeouts …). Over TLS it carries a client trusting only this emulator's
+    /// certificate ([`ClaudeEmulator::http_client`] with the default options).
     pub fn provider_builder(&self) -> ClaudeManagedAgentsBuilder {
-        ClaudeManagedAgents::builder().base_url(self.base_url()).api_key("test-key")
+        let builder = ClaudeManagedAgents::builder().base_url(self.base_url()).api_key("test-key");
+        match self.http_client(&HttpOptions::new()) {
+            Some(client) => builder.http_client(client),
+            None => builder,
+        }
+    }
+
+    /// Over TLS, an HTTP client for `options` that trusts only this emulator's certificate (to give
+    /// [`ClaudeManagedAgentsBuilder::http_client`]); `None` over plain HTTP, or for options
+    /// [`HttpOptions::validate`] refuses.
+    pub fn http_client(&self, options: &HttpOptions) -> Option<HttpClient> {
+        let certificate = self.server.certificate_der()?;
+        HttpClient::with_root_certificates(options, &[certificate]).ok()
+    }
+
+    /// The server's certificate (DER) when it speaks TLS ([`EmulatorOptions::with_server`]).
+    pub fn certificate_der(&self) -> Option<&[u8]> {
+        self.server.certificate_der()
+    }
+
+    /// How many connections the server has accepted so far.
+    pub fn connections(&self) -> usize {
+        self.server.connections()
+    }
+
+    /// Sends every open connection away, as a service does before it restarts: HTTP/2 connections get a
+    /// `GOAWAY`, and each one still open `grace` later is closed, cutting its event streams. It happens whether
+    /// or not the future is awaited; the future completes once they have all closed (see
+    /// [`LoopbackServer::go_away`](managed_agents_core::http::server::LoopbackServer::go_away)).
+    pub fn go_away(&self, grace: Duration) -> impl Future<Output = ()> + Send + 'static {
+        self.server.go_away(grace)
     }
 
     /// Creates an agent and an environment directly (no request recorded); returns their ids. The agent's

@@ -556,7 +556,7 @@ impl EnvironmentWorkerBuilder {
             return Err(Error::invalid_option("worker_id", "must be a non-empty header value"));
         }
         let config = ClaudeConfig::new(self.base_url, self.environment_key.clone(), self.http);
-        let client = ClaudeClient::new(config, None)?.with_environment_key(self.environment_key);
+        let client = ClaudeClient::new(config, None, None)?.with_environment_key(self.environment_key);
         Ok(EnvironmentWorker {
             inner: Arc::new(Inner {
                 client,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use managed_agents_core::Secret;
-use managed_agents_core::http::{HeaderValue, validate_base_url};
+use managed_agents_core::http::{HeaderValue, HttpClient, validate_base_url};
 use managed_agents_core::provision::{MemoryStore, ProvisionStore};
 use managed_agents_core::recording::Recorder;
 use managed_agents_core::{Error, HttpOptions, HttpSettings, RetryPolicy, env_var};
@@ -48,6 +48,7 @@ pub struct ClaudeManagedAgentsBuilder {
     store: Option<Arc<dyn ProvisionStore>>,
     recorder: Option<Recorder>,
     worker_tools: Vec<String>,
+    http_client: Option<HttpClient>,
 }
 
 impl Default for ClaudeManagedAgentsBuilder {
@@ -69,6 +70,7 @@ impl fmt::Debug for ClaudeManagedAgentsBuilder {
             .field("store", &self.store.as_ref().map(|_| "…"))
             .field("recorder", &self.recorder)
             .field("worker_tools", &self.worker_tools)
+            .field("http_client", &self.http_client)
             .finish()
     }
 }
@@ -102,6 +104,7 @@ impl ClaudeManagedAgentsBuilder {
             store: None,
             recorder: None,
             worker_tools: Vec::new(),
+            http_client: None,
         }
     }
 
@@ -172,6 +175,15 @@ impl ClaudeManagedAgentsBuilder {
         Self { http: self.http.options(options), ..self }
     }
 
+    /// The HTTP client every request goes through, instead of one built from [`http_options`](Self::http_options)
+    /// (whose connection settings then do not apply; the timeouts and retry policy still do). Share one client
+    /// between providers to share its connections, or build one that trusts a private root
+    /// ([`HttpClient::with_root_certificates`]).
+    #[must_use]
+    pub fn http_client(self, client: HttpClient) -> Self {
+        Self { http_client: Some(client), ..self }
+    }
+
     /// Every HTTP setting at once (default [`DEFAULT_HTTP_SETTINGS`]).
     #[must_use]
     pub fn http_settings(self, settings: HttpSettings) -> Self {
@@ -231,7 +243,7 @@ impl ClaudeManagedAgentsBuilder {
         if let Some(beta) = self.files_beta {
             config.files_beta = beta;
         }
-        let client = ClaudeClient::new(config, self.recorder)?;
+        let client = ClaudeClient::new(config, self.recorder, self.http_client)?;
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let role = Client::App { worker_tools: self.worker_tools.into() };
         Ok(ClaudeManagedAgents { provisioner: ClaudeProvisioner::new(client.clone(), store), client, role })

@@ -146,9 +146,16 @@ pub(super) fn query_string(query: &[(&str, String)]) -> String {
 
 impl ClaudeClient {
     /// A client for `config`, whose values the provider's builder checked (only the connection options can still
-    /// fail here).
-    pub(crate) fn new(config: ClaudeConfig, recorder: Option<Recorder>) -> Result<Self, Error> {
-        let mut http = HttpClient::with_options(&config.http.options)?;
+    /// fail here), sending through `http` when given (otherwise a client built from the connection options).
+    pub(crate) fn new(
+        config: ClaudeConfig,
+        recorder: Option<Recorder>,
+        http: Option<HttpClient>,
+    ) -> Result<Self, Error> {
+        let mut http = match http {
+            Some(http) => http,
+            None => HttpClient::with_options(&config.http.options)?,
+        };
         if let Some(recorder) = &recorder {
             recorder.secret(&config.api_key);
             http = http.with_recorder(recorder.clone());
