@@ -37,6 +37,7 @@ commands:
                               with run and memory also tls-h1 (TLS, HTTP/1.1 only) and tls-h2 (TLS, the client's
                               default: HTTP/2 by ALPN, pooled)
   --max-idle N                with run, memory and long: idle connections kept per host (default 100; 0 keeps none)
+  --max-streams N             with run, memory and long: streams per HTTP/2 connection at most (default 100)
 
   options may also come first without a command: `--sessions 10000` is `run --provider claude --sessions 10000`.
 providers: claude, local, agentcore";
@@ -213,6 +214,7 @@ struct Options {
     tls: bool,
     serve_tls: bool,
     max_idle: Option<usize>,
+    max_streams: Option<usize>,
     turns: Option<usize>,
     fault_rate: Option<f64>,
     seed: Option<u64>,
@@ -236,6 +238,9 @@ impl Options {
         }
         if let Some(max) = self.max_idle {
             options = options.max_idle_per_host(max);
+        }
+        if let Some(max) = self.max_streams {
+            options = options.max_streams_per_connection(max);
         }
         options
     }
@@ -271,6 +276,7 @@ impl Options {
                 };
             }
             "--turns" => self.turns = Some(positive(flag, value)?),
+            "--max-streams" => self.max_streams = Some(positive(flag, value)?),
             "--round" => self.round = Some(positive(flag, value)?),
             "--seed" => {
                 self.seed = Some(value.parse().map_err(|_| format!("`--seed` takes a whole number, not `{value}`"))?)
@@ -388,7 +394,10 @@ mod tests {
         assert_eq!(options.http_options(), HttpOptions::new());
         options.set("--http", "h2").unwrap();
         options.set("--max-idle", "0").unwrap();
+        options.set("--max-streams", "250").unwrap();
         let chosen = options.http_options();
         assert_eq!((chosen.version, chosen.max_idle_per_host), (HttpVersion::Http2PriorKnowledge, 0));
+        assert_eq!(chosen.max_streams_per_connection, 250);
+        assert!(options.set("--max-streams", "0").unwrap_err().contains("positive"));
     }
 }

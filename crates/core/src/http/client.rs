@@ -146,6 +146,14 @@ impl HttpClient {
         self.http2.as_ref().map_or(0, Http2Pool::connections)
     }
 
+    /// Waits until the HTTP/2 pool has no connection open (tests).
+    #[cfg(test)]
+    pub(super) async fn http2_all_closed(&self) {
+        if let Some(pool) = &self.http2 {
+            pool.all_closed().await;
+        }
+    }
+
     /// The same client (sharing its pool), copying every exchange into `recorder`: each request as sent, each
     /// response's head, and its body (an SSE body frame by frame as it arrives, any other whole). What the
     /// client does is unchanged.
@@ -163,12 +171,23 @@ impl HttpClient {
         request: Request<RequestBody>,
         timeout: Duration,
     ) -> Result<Response<IncomingBody>, Error> {
+        self.send_once(request, timeout, Replay::IfUnprocessed).await
+    }
+
+    /// [`HttpClient::send`] for a request `replay` says may be repeated so far (the HTTP/2 pool sends a request
+    /// again when the server certainly did not process it; a remote `GOAWAY` counts only when it may be repeated).
+    async fn send_once(
+        &self,
+        request: Request<RequestBody>,
+        timeout: Duration,
+        replay: Replay,
+    ) -> Result<Response<IncomingBody>, Error> {
         let target = target(request.uri());
         let mut exchange = match &self.recorder {
             Some(recorder) => Some(record_request(recorder, &request).await),
             None => None,
         };
-        let outcome = match tokio::time::timeout(timeout, self.dispatch(request, &target)).await {
+        let outcome = match tokio::time::timeout(timeout, self.dispatch(request, &target, replay)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(Error::response_timeout(timeout)),
         };
@@ -204,15 +223,20 @@ impl HttpClient {
         &self,
         request: Request<RequestBody>,
         target: &str,
+        replay: Replay,
     ) -> Result<(Response<Incoming>, Option<StreamSlot>), Error> {
         let request = match &self.http2 {
             Some(pool)
                 if self.version == HttpVersion::Http2PriorKnowledge || request.uri().scheme_str() == Some("https") =>
             {
-                match pool.send(request).await {
+                match pool.send(request, replay != Replay::IfUnprocessed).await {
                     Ok(Sent::Response(response, slot)) => return Ok((response, Some(slot))),
                     Ok(Sent::Http1(request)) => request,
                     Err(PoolError::Connect(cause)) => return Err(Error::connect_message(format!("{target}: {cause}"))),
+                    // Never processed: as certainly unprocessed as a refused connection.
+                    Err(PoolError::Refused(error)) => {
+                        return Err(Error::connect_message(format!("{target}: {}", cause_in_words(&error))));
+                    }
                     Err(PoolError::Request(error)) => {
                         return Err(Error::transport_message(format!("{target}: {}", cause_in_words(&error))));
                     }
@@ -241,7 +265,7 @@ impl HttpClient {
         loop {
             let request = build()?;
             let url = target(request.uri());
-            let outcome = self.send(request, timeout).await;
+            let outcome = self.send_once(request, timeout, replay).await;
             let (error, server_delay) = match outcome {
                 Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {

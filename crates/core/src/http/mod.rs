@@ -6,11 +6,11 @@
 
 mod body;
 mod client;
+mod frames;
 mod incoming;
 mod pool;
 #[cfg(all(test, feature = "http-server"))]
 mod pool_tests;
-mod preface;
 mod retry;
 #[cfg(feature = "http-server")]
 pub mod server;

@@ -4,8 +4,7 @@
 //! hyper's pooled client keeps one HTTP/2 connection per host and queues every request past the server's
 //! concurrent-stream limit until a stream ends — for a live session's event stream, never. This pool counts the
 //! streams it hands out on each connection ([`StreamSlot`], held until the response body ends or is dropped),
-//! reads each connection's limit from the server's first `SETTINGS` ([`Preface`]) and later from hyper, caps it
-//! with [`HttpOptions::max_streams_per_connection`](crate::HttpOptions::max_streams_per_connection), and dials a
+//! reads each connection's limit from the server's `SETTINGS` as they arrive ([`ServerFrames`]), caps it with [`HttpOptions::max_streams_per_connection`](crate::HttpOptions::max_streams_per_connection), and dials a
 //! new connection when every connection is full. One dial per origin is in flight at a time, and every request
 //! waiting for it shares its outcome: a refused connection fails them all at once with the same cause instead of
 //! one after the other.
@@ -17,8 +16,7 @@
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::future::{Future as _, poll_fn};
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -32,14 +30,18 @@ use tokio::sync::Notify;
 use tower_service::Service as _;
 
 use super::client::RequestBody;
-use super::preface::{Preface, PrefaceReader};
+use super::frames::{FrameReader, ServerFrames};
 use crate::diagnostic::cause_in_words;
 
 /// The connector the pool dials with (TCP, then TLS with the ALPN protocols the client offers).
 pub(super) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
-/// How often a request the server never processed is tried on another connection.
-const MAX_ATTEMPTS: usize = 3;
+/// How often a request the server certainly never processed is sent, on whichever connection has room.
+const MAX_ATTEMPTS: usize = 5;
+/// The most a dial's TLS, handshake and wait for the server's settings may take, whatever the connect timeout.
+const MAX_DIAL: Duration = Duration::from_secs(120);
+/// How long a connection nobody has used yet stays open when idle connections are not kept.
+const FIRST_USE_GRACE: Duration = Duration::from_secs(1);
 
 /// The pool's settings, from [`HttpOptions`](crate::HttpOptions).
 #[derive(Debug, Clone, Copy)]
@@ -92,7 +94,10 @@ struct OriginState {
     failure: Option<(u64, String)>,
     /// The server picked HTTP/1.1 by ALPN: this origin's requests go to the HTTP/1.1 client.
     http1: bool,
-    /// Woken when a dial ends or a stream ends.
+    /// Requests waiting in line for a stream.
+    waiting: usize,
+    /// Woken when a stream ends (one waiting request: `notify_one`, first in line), and when a dial ends, a
+    /// connection ends or its server's settings change (every waiting request: `notify_waiters`).
     changed: Arc<Notify>,
 }
 
@@ -105,9 +110,9 @@ struct PooledConnection {
     event_streams: AtomicUsize,
     /// The origin's [`OriginState::changed`]: a request waiting for room is woken when a stream ends.
     changed: Arc<Notify>,
-    /// The server's current limit (its preface, then hyper's count, whichever is lower).
-    limit: AtomicUsize,
-    /// Gone away or retired: no new streams.
+    /// The server's limit and whether it is going away, as its frames said.
+    frames: Arc<ServerFrames>,
+    /// Ended, retired, or found going away: no new streams.
     closed: AtomicBool,
     opened: Instant,
     /// When the last stream ended, in nanoseconds since `opened`.
@@ -117,19 +122,22 @@ struct PooledConnection {
 }
 
 impl PooledConnection {
-    fn has_room(&self, cap: usize) -> bool {
-        !self.closed.load(Ordering::Acquire)
-            && !self.sender.is_closed()
-            && self.streams.load(Ordering::Acquire) < self.limit.load(Ordering::Acquire).min(cap)
+    /// The most streams it may carry now.
+    fn limit(&self, cap: usize) -> usize {
+        self.frames.max_streams().unwrap_or(0).min(cap)
     }
 
-    /// Whether some of its streams (at least one of the `limit` it may carry) are requests that end soon.
+    fn has_room(&self, cap: usize) -> bool {
+        self.usable() && self.streams.load(Ordering::Acquire) < self.limit(cap)
+    }
+
+    /// Whether some of its streams (at least one of those it may carry) are requests that end soon.
     fn has_short_streams(&self, cap: usize) -> bool {
-        self.usable() && self.event_streams.load(Ordering::Acquire) < self.limit.load(Ordering::Acquire).min(cap)
+        self.usable() && self.event_streams.load(Ordering::Acquire) < self.limit(cap)
     }
 
     fn usable(&self) -> bool {
-        !self.closed.load(Ordering::Acquire) && !self.sender.is_closed()
+        !self.closed.load(Ordering::Acquire) && !self.frames.going_away() && !self.sender.is_closed()
     }
 
     /// How long the connection has had no stream; `None` while it has one.
@@ -163,7 +171,7 @@ impl StreamSlot {
             self.event_stream = true;
             self.connection.event_streams.fetch_add(1, Ordering::AcqRel);
             // A request waiting for this stream to end now dials instead.
-            self.connection.changed.notify_waiters();
+            self.connection.changed.notify_one();
         }
     }
 }
@@ -179,7 +187,8 @@ impl Drop for StreamSlot {
             connection.released_at.store(since_open, Ordering::Release);
             connection.released.notify_one();
         }
-        connection.changed.notify_waiters();
+        // One stream's room: for the first request in line.
+        connection.changed.notify_one();
     }
 }
 
@@ -202,8 +211,41 @@ pub(super) enum Sent {
 pub(super) enum PoolError {
     /// No connection could be made: the cause in words.
     Connect(String),
+    /// Every attempt was refused before the server processed it (the last cause).
+    Refused(hyper::Error),
     /// The request failed on its connection.
     Request(hyper::Error),
+}
+
+/// A request's place in an origin's line, given up when it leaves — or, if the request is dropped while it
+/// waits, when this is dropped.
+struct InLine {
+    shared: Arc<Shared>,
+    origin: Origin,
+    waiting: bool,
+}
+
+impl InLine {
+    /// Leaves the line; the caller holds the lock `state` came from.
+    fn leave(&mut self, state: &mut OriginState) {
+        if std::mem::take(&mut self.waiting) {
+            state.waiting = state.waiting.saturating_sub(1);
+        }
+    }
+}
+
+impl Drop for InLine {
+    fn drop(&mut self) {
+        if self.waiting {
+            let shared = Arc::clone(&self.shared);
+            let mut origins = shared.lock();
+            if let Some(state) = origins.get_mut(&self.origin) {
+                self.leave(state);
+                // It may have been woken for a stream it will not take.
+                state.changed.notify_one();
+            }
+        }
+    }
 }
 
 enum Checkout {
@@ -227,32 +269,49 @@ impl Http2Pool {
         self.shared.lock().values().map(|state| state.connections.iter().filter(|c| c.usable()).count()).sum()
     }
 
-    /// Sends `request` on a stream of a connection to its origin.
-    pub(super) async fn send(&self, mut request: Request<RequestBody>) -> Result<Sent, PoolError> {
+    /// Waits until no connection is open (tests).
+    #[cfg(test)]
+    pub(super) async fn all_closed(&self) {
+        loop {
+            let changed: Vec<_> = {
+                let origins = self.shared.lock();
+                if origins.values().all(|state| state.connections.iter().all(|c| c.closed.load(Ordering::Acquire))) {
+                    return;
+                }
+                origins.values().map(|state| Arc::clone(&state.changed).notified_owned()).collect()
+            };
+            futures_util::future::select_all(changed.into_iter().map(Box::pin)).await;
+        }
+    }
+
+    /// Sends `request` on a stream of a connection to its origin. A request the server certainly never
+    /// processed is sent again on another stream — one refused by a remote `GOAWAY` only when `repeatable` (in a
+    /// narrow race hyper reports a stream whose headers already left as refused by it).
+    pub(super) async fn send(&self, mut request: Request<RequestBody>, repeatable: bool) -> Result<Sent, PoolError> {
         let Some((origin, root)) = Origin::of(request.uri()) else {
             return Err(PoolError::Connect("the URL has no scheme or host".to_string()));
         };
-        for attempt in 1..=MAX_ATTEMPTS {
+        let mut attempt = 1;
+        loop {
             let (slot, mut sender) = match self.shared.checkout(&origin, &root).await? {
                 Checkout::Http1 => return Ok(Sent::Http1(request)),
                 Checkout::Stream(slot, sender) => (slot, sender),
             };
-            let again = (attempt < MAX_ATTEMPTS).then(|| copy(&request));
-            match sender.send_request(request).await {
+            let again = copy(&request);
+            let error = match sender.send_request(request).await {
                 Ok(response) => return Ok(Sent::Response(response, slot)),
-                Err(error) => match (never_processed(&error), again) {
-                    (Some(retire), Some(copy)) => {
-                        if retire {
-                            slot.connection.closed.store(true, Ordering::Release);
-                        }
-                        tracing::debug!(attempt, cause = %cause_in_words(&error), "HTTP/2 request refused; sent again");
-                        request = copy;
-                    }
-                    _ => return Err(PoolError::Request(error)),
-                },
+                Err(error) => error,
+            };
+            let Some(retire) = never_processed(&error, repeatable) else { return Err(PoolError::Request(error)) };
+            if retire {
+                slot.connection.closed.store(true, Ordering::Release);
             }
+            if attempt == MAX_ATTEMPTS {
+                return Err(PoolError::Refused(error));
+            }
+            tracing::debug!(attempt, cause = %cause_in_words(&error), "an HTTP/2 request was refused; sending it again");
+            (attempt, request) = (attempt + 1, again);
         }
-        unreachable!("the last attempt returns")
     }
 }
 
@@ -264,38 +323,74 @@ impl Shared {
     /// A stream on a connection with room. When every connection is full, the request waits for a stream to
     /// end if some connection carries requests that end soon (not only event streams), as an HTTP/2 client
     /// queues past a server's limit; when every connection is full of event streams, which may never end, it
-    /// dials another (or waits for the dial in flight).
+    /// dials another (or waits for the dial in flight). Requests that wait are served first come, first served:
+    /// a new request takes no stream while others wait, but joins the line.
     async fn checkout(self: &Arc<Self>, origin: &Origin, root: &Uri) -> Result<Checkout, PoolError> {
         let mut waited_for = None;
+        let mut in_line: Option<InLine> = None;
         loop {
             let changed = {
                 let mut origins = self.lock();
                 let state = origins.entry(origin.clone()).or_default();
-                // Registered before anything is looked at: a stream that ends from here on wakes this request.
-                let changed = Arc::clone(&state.changed).notified_owned();
-                if state.http1 {
-                    return Ok(Checkout::Http1);
+                // Enabled before anything is looked at: a stream that ends from here on wakes a request that
+                // waits (the first in line; if it returns without waiting, tokio hands the wakeup to the next).
+                let mut changed = Box::pin(Arc::clone(&state.changed).notified_owned());
+                changed.as_mut().enable();
+                let outcome = self.look(state, origin, root, in_line.is_some(), waited_for);
+                if let Some(outcome) = outcome {
+                    if let Some(mut place) = in_line.take() {
+                        place.leave(state);
+                        if !matches!(outcome, Ok(Checkout::Stream(..))) {
+                            // Whatever woke this request is not used by it: the next in line looks.
+                            state.changed.notify_one();
+                        }
+                    }
+                    return outcome;
                 }
-                state.connections.retain(|connection| connection.usable());
-                let cap = self.settings.max_streams;
-                if let Some(connection) = state.connections.iter().find(|connection| connection.has_room(cap)) {
-                    return Ok(Checkout::Stream(StreamSlot::take(connection), connection.sender.clone()));
-                }
-                if let (Some(waited), Some((dial, cause))) = (waited_for, &state.failure)
-                    && waited == *dial
-                {
-                    return Err(PoolError::Connect(cause.clone()));
-                }
-                let ends_soon = state.connections.iter().any(|connection| connection.has_short_streams(cap));
-                if !state.dialing && !ends_soon {
-                    state.dialing = true;
-                    tokio::spawn(dial_task(Arc::clone(self), origin.clone(), root.clone(), state.dials));
+                if in_line.is_none() {
+                    state.waiting += 1;
+                    in_line = Some(InLine { shared: Arc::clone(self), origin: origin.clone(), waiting: true });
                 }
                 waited_for = state.dialing.then_some(state.dials);
                 changed
             };
             changed.await;
         }
+    }
+
+    /// What a request finds in `state`: a stream, word to use HTTP/1.1, or the failure of the dial it waited for
+    /// (`waited_for`); `None` when it must wait (a dial started if one is needed). A request not `in_line` takes
+    /// no stream while others wait.
+    fn look(
+        self: &Arc<Self>,
+        state: &mut OriginState,
+        origin: &Origin,
+        root: &Uri,
+        in_line: bool,
+        waited_for: Option<u64>,
+    ) -> Option<Result<Checkout, PoolError>> {
+        if state.http1 {
+            return Some(Ok(Checkout::Http1));
+        }
+        state.connections.retain(|connection| connection.usable());
+        let cap = self.settings.max_streams;
+        if (in_line || state.waiting == 0)
+            && let Some(connection) = state.connections.iter().find(|connection| connection.has_room(cap))
+        {
+            return Some(Ok(Checkout::Stream(StreamSlot::take(connection), connection.sender.clone())));
+        }
+        if let (Some(waited), Some((dial, cause))) = (waited_for, &state.failure)
+            && waited == *dial
+        {
+            return Some(Err(PoolError::Connect(cause.clone())));
+        }
+        let full = !state.connections.iter().any(|connection| connection.has_room(cap));
+        let ends_soon = state.connections.iter().any(|connection| connection.has_short_streams(cap));
+        if full && !ends_soon && !state.dialing {
+            state.dialing = true;
+            tokio::spawn(dial_task(Arc::clone(self), origin.clone(), root.clone(), state.dials));
+        }
+        None
     }
 
     /// Takes `connection` out of the pool if it still has no stream; true when it is out (or was already).
@@ -312,26 +407,55 @@ impl Shared {
     }
 }
 
+/// The last client is gone: every connection takes no more streams and closes once its last stream ends (idle
+/// ones at once), as hyper's own pool closes its idle connections when dropped.
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let origins = self.origins.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for connection in origins.values().flat_map(|state| &state.connections) {
+            connection.closed.store(true, Ordering::Release);
+            connection.released.notify_one();
+        }
+    }
+}
+
 /// Dials `origin` and announces the outcome to every request waiting for it.
 async fn dial_task(shared: Arc<Shared>, origin: Origin, root: Uri, number: u64) {
-    let timeout = shared.settings.connect_timeout;
+    let mut announce = DialEnd { shared: Arc::clone(&shared), origin: origin.clone(), number, outcome: None };
+    let timeout = shared.settings.connect_timeout.min(MAX_DIAL);
     let outcome = match tokio::time::timeout(timeout, dial(&shared, &origin, root)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(format!("connecting took longer than {timeout:?}")),
     };
-    let mut origins = shared.lock();
-    let state = origins.entry(origin).or_default();
-    state.dialing = false;
-    state.dials += 1;
-    match outcome {
-        Ok(Dialed::Http2(connection)) => {
-            state.failure = None;
-            state.connections.push(connection);
+    announce.outcome = Some(outcome);
+}
+
+/// Announces a dial's end when dropped: with its outcome, or as abandoned when the dial itself was (its runtime
+/// shut down, say), so no request waits for a dial that no longer runs.
+struct DialEnd {
+    shared: Arc<Shared>,
+    origin: Origin,
+    number: u64,
+    outcome: Option<Result<Dialed, String>>,
+}
+
+impl Drop for DialEnd {
+    fn drop(&mut self) {
+        let outcome = self.outcome.take().unwrap_or_else(|| Err("the connection attempt was abandoned".to_string()));
+        let mut origins = self.shared.lock();
+        let state = origins.entry(self.origin.clone()).or_default();
+        state.dialing = false;
+        state.dials += 1;
+        match outcome {
+            Ok(Dialed::Http2(connection)) => {
+                state.failure = None;
+                state.connections.push(connection);
+            }
+            Ok(Dialed::Http1) => state.http1 = true,
+            Err(cause) => state.failure = Some((self.number, cause)),
         }
-        Ok(Dialed::Http1) => state.http1 = true,
-        Err(cause) => state.failure = Some((number, cause)),
+        state.changed.notify_waiters();
     }
-    state.changed.notify_waiters();
 }
 
 /// One connection to `origin`: HTTP/2 once the server's settings arrived, or word that the server speaks HTTP/1.1.
@@ -341,31 +465,30 @@ async fn dial(shared: &Arc<Shared>, origin: &Origin, root: Uri) -> Result<Dialed
     if !shared.settings.prior_knowledge && !stream.connected().is_negotiated_h2() {
         return Ok(Dialed::Http1);
     }
-    let preface = Arc::new(Preface::default());
-    let io = TokioIo::new(PrefaceReader::new(TokioIo::new(stream), Arc::clone(&preface)));
+    let changed = Arc::clone(&shared.lock().entry(origin.clone()).or_default().changed);
+    let frames = Arc::new(ServerFrames::new(Arc::clone(&changed)));
+    let io = TokioIo::new(FrameReader::new(TokioIo::new(stream), Arc::clone(&frames)));
     let (sender, connection) = http2::Builder::new(TokioExecutor::new())
         .timer(TokioTimer::new())
         .handshake(io)
         .await
         .map_err(|error| cause_in_words(&error))?;
-    let changed = shared.lock().entry(origin.clone()).or_default().changed.clone();
     let pooled = Arc::new(PooledConnection {
         sender,
         streams: AtomicUsize::new(0),
         event_streams: AtomicUsize::new(0),
         changed,
-        limit: AtomicUsize::new(0),
+        frames: Arc::clone(&frames),
         closed: AtomicBool::new(false),
         opened: Instant::now(),
         released_at: AtomicU64::new(0),
         released: Notify::new(),
     });
-    tokio::spawn(drive(connection, Arc::clone(&pooled), Arc::clone(&preface), Arc::downgrade(shared), origin.clone()));
-    // The connection's I/O runs in a task of hyper's own: the preface reader there announces the settings.
+    tokio::spawn(drive(connection, Arc::clone(&pooled), Arc::downgrade(shared), origin.clone()));
+    // The connection's I/O runs in a task of hyper's own; the frame reader there announces the settings.
     loop {
-        let settled = preface.settled();
-        if let Some(limit) = preface.max_streams() {
-            pooled.limit.store(limit, Ordering::Release);
+        let settled = frames.settled();
+        if frames.max_streams().is_some() {
             return Ok(Dialed::Http2(pooled));
         }
         if pooled.closed.load(Ordering::Acquire) {
@@ -375,28 +498,19 @@ async fn dial(shared: &Arc<Shared>, origin: &Origin, root: Uri) -> Result<Dialed
     }
 }
 
-/// The I/O under a pooled connection: TCP, TLS when the origin is `https`, the preface reader.
-type Io = TokioIo<PrefaceReader<TokioIo<hyper_rustls::MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>>>>;
+/// The I/O under a pooled connection: TCP, TLS when the origin is `https`, the frame reader.
+type Io = TokioIo<FrameReader<TokioIo<hyper_rustls::MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>>>>;
 
-/// Runs one connection's dispatch until it ends or stays idle for the idle timeout, keeping its stream limit
-/// current (it is polled whenever a request is sent on it).
+/// Runs one connection's dispatch until it ends or stays idle for the idle timeout.
 async fn drive(
-    mut connection: http2::Connection<Io, RequestBody, TokioExecutor>,
+    connection: http2::Connection<Io, RequestBody, TokioExecutor>,
     pooled: Arc<PooledConnection>,
-    preface: Arc<Preface>,
     pool: Weak<Shared>,
     origin: Origin,
 ) {
-    let ended = poll_fn(|cx| {
-        let polled = Pin::new(&mut connection).poll(cx);
-        if let Some(announced) = preface.max_streams() {
-            pooled.limit.store(announced.min(connection.current_max_send_streams()), Ordering::Release);
-        }
-        polled
-    });
     let idle_timeout = pool.upgrade().map_or(Duration::ZERO, |shared| shared.settings.idle_timeout);
     tokio::select! {
-        ended = ended => {
+        ended = connection => {
             if let Err(error) = ended {
                 tracing::debug!(cause = %cause_in_words(&error), "an HTTP/2 connection ended");
             }
@@ -404,15 +518,17 @@ async fn drive(
         () = idle_out(&pooled, &pool, &origin, idle_timeout) => {}
     }
     pooled.closed.store(true, Ordering::Release);
-    preface.abandon();
+    pooled.frames.abandon();
+    // A request waiting for room on this connection looks again (and dials, if it must).
+    pooled.changed.notify_waiters();
 }
 
 /// Returns once `pooled` has had no stream for `idle_timeout` (at once when it is closed for new streams and has
 /// none left) and is out of the pool.
 async fn idle_out(pooled: &Arc<PooledConnection>, pool: &Weak<Shared>, origin: &Origin, idle_timeout: Duration) {
     if idle_timeout.is_zero() {
-        // Closed as soon as it has no stream: not before its first one.
-        pooled.released.notified().await;
+        // Closed as soon as it has no stream: not before its first one, unless nobody takes one.
+        let _ = tokio::time::timeout(FIRST_USE_GRACE, pooled.released.notified()).await;
     }
     loop {
         if let Some(idle_for) = pooled.idle_for() {
@@ -435,9 +551,10 @@ async fn idle_out(pooled: &Arc<PooledConnection>, pool: &Weak<Shared>, origin: &
 }
 
 /// Whether a failed request certainly never reached the server's application, so it may go again on another
-/// connection whatever it is: `Some(true)` when its connection is going away (or already gone) and must take no
-/// more streams, `Some(false)` when only the stream was refused, `None` when it may have been processed.
-fn never_processed(error: &hyper::Error) -> Option<bool> {
+/// stream: `Some(true)` when its connection is going away (or already gone) and must take no more streams,
+/// `Some(false)` when only the stream was refused, `None` when it may have been processed. A remote `GOAWAY`
+/// counts only for a `repeatable` request.
+fn never_processed(error: &hyper::Error, repeatable: bool) -> Option<bool> {
     // Canceled: the request never left this process (its connection closed first).
     if error.is_canceled() {
         return Some(true);
@@ -449,7 +566,7 @@ fn never_processed(error: &hyper::Error) -> Option<bool> {
             if h2.reason() == Some(h2::Reason::REFUSED_STREAM) && !h2.is_go_away() {
                 return Some(false);
             }
-            return (h2.is_go_away() && h2.is_remote()).then_some(true);
+            return (repeatable && h2.is_go_away() && h2.is_remote()).then_some(true);
         }
         cause = current.source();
     }

@@ -148,3 +148,17 @@ async fn a_certificate_nobody_trusts_is_refused_and_so_are_unusable_roots() {
         assert!(matches!(built, Err(Error::InvalidOption { option: "root_certificates", .. })), "{built:?}");
     }
 }
+
+#[tokio::test]
+async fn without_idle_connections_kept_a_connection_closes_with_its_last_stream() {
+    let (server, _open) = server(ServerTls::Http2AndHttp1, None).await;
+    let client = trusting(&server, HttpOptions::new().max_idle_per_host(0));
+    let response = client.send(get(&server, "/ping"), WAIT).await.unwrap();
+    response.into_body().collect().await.unwrap();
+    tokio::time::timeout(WAIT, client.http2_all_closed()).await.expect("the idle connection closes");
+    assert_eq!(client.http2_connections(), 0);
+    // The next request dials again.
+    let response = client.send(get(&server, "/ping"), WAIT).await.unwrap();
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    assert_eq!(server.connections(), 2);
+}

@@ -376,9 +376,11 @@ impl Accept {
             connections.spawn(async move {
                 let _generation = generation;
                 match acceptor {
-                    Some(acceptor) => match acceptor.accept(stream).await {
-                        Ok(stream) => serve(&builder, TokioIo::new(stream), handler, away).await,
-                        Err(error) => tracing::debug!(%error, "a TLS handshake with the loopback server failed"),
+                    // A client that stalls in the handshake is not waited for (nor is its connection by `go_away`).
+                    Some(acceptor) => match tokio::time::timeout(TLS_HANDSHAKE, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => serve(&builder, TokioIo::new(stream), handler, away).await,
+                        Ok(Err(error)) => tracing::debug!(%error, "a TLS handshake with the loopback server failed"),
+                        Err(_) => tracing::debug!("a TLS handshake with the loopback server took too long"),
                     },
                     None => serve(&builder, TokioIo::new(stream), handler, away).await,
                 }
@@ -469,6 +471,9 @@ fn accept_backoff(error: &io::Error) -> Duration {
         _ => ACCEPT_BACKOFF,
     }
 }
+
+/// The longest a client may take over its TLS handshake.
+const TLS_HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// The pause after an accept error that is not about one connection.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use managed_agents_core::Secret;
+use managed_agents_core::http::HttpClient;
 use managed_agents_core::recording::Recorder;
 use managed_agents_core::{AgentSpec, Error, HttpOptions, HttpSettings, RetryPolicy, ToolSchema, env_var};
 
@@ -42,6 +43,7 @@ pub struct LocalBuilder {
     guards: GuardSettings,
     chat: Option<Arc<dyn ChatBackend>>,
     recorder: Option<Recorder>,
+    http_client: Option<HttpClient>,
 }
 
 impl Default for LocalBuilder {
@@ -65,6 +67,7 @@ impl fmt::Debug for LocalBuilder {
             .field("guards", &self.guards)
             .field("chat_backend", &self.chat.is_some())
             .field("recorder", &self.recorder)
+            .field("http_client", &self.http_client)
             .finish()
     }
 }
@@ -99,6 +102,7 @@ impl LocalBuilder {
             guards: GuardSettings::default(),
             chat: None,
             recorder: None,
+            http_client: None,
         }
     }
 
@@ -199,9 +203,9 @@ impl LocalBuilder {
         self
     }
 
-    /// The HTTP connection settings: connect timeout, idle pool bound, HTTP version (default [`HttpOptions::new`]:
-    /// HTTP/1.1, at most 100 idle connections, 10 s connect timeout; a zero connect timeout is refused by
-    /// [`build`](Self::build)).
+    /// The HTTP connection settings: connect timeout, idle pool bound, HTTP version, streams per HTTP/2 connection
+    /// (default [`HttpOptions::new`]: HTTP/2 where a TLS server offers it, at most 100 idle HTTP/1.1 connections,
+    /// 10 s connect timeout; what [`HttpOptions::validate`] refuses is refused by [`build`](Self::build)).
     #[must_use]
     pub fn http_options(mut self, options: HttpOptions) -> Self {
         self.http = self.http.options(options);
@@ -213,6 +217,16 @@ impl LocalBuilder {
     #[must_use]
     pub fn http_settings(mut self, settings: HttpSettings) -> Self {
         self.http = settings;
+        self
+    }
+
+    /// The HTTP client the built-in chat client sends through, instead of one built from
+    /// [`http_options`](Self::http_options) (whose connection settings then do not apply; the timeouts and retry
+    /// policy still do). Share one client between providers to share its connections, or build one that trusts a
+    /// private root ([`HttpClient::with_root_certificates`]).
+    #[must_use]
+    pub fn http_client(mut self, client: HttpClient) -> Self {
+        self.http_client = Some(client);
         self
     }
 
@@ -260,7 +274,7 @@ impl LocalBuilder {
         let (chat, builtin): (Arc<dyn ChatBackend>, _) = match self.chat {
             Some(chat) => (chat, None),
             None => {
-                let builtin = HttpChat::new(http.clone(), self.recorder)?;
+                let builtin = HttpChat::new(http.clone(), self.recorder, self.http_client)?;
                 (Arc::new(builtin.clone()), Some(builtin))
             }
         };

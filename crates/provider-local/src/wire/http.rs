@@ -84,10 +84,18 @@ pub(crate) struct HttpChat {
 }
 
 impl HttpChat {
-    /// A client for `config`, once [`HttpChatConfig::validate`] accepts it.
-    pub(crate) fn new(config: HttpChatConfig, recorder: Option<Recorder>) -> Result<Self, Error> {
+    /// A client for `config`, once [`HttpChatConfig::validate`] accepts it, sending through `client` when given
+    /// (otherwise a client built from the connection options).
+    pub(crate) fn new(
+        config: HttpChatConfig,
+        recorder: Option<Recorder>,
+        client: Option<HttpClient>,
+    ) -> Result<Self, Error> {
         config.validate()?;
-        let mut client = HttpClient::with_options(&config.http.options)?;
+        let mut client = match client {
+            Some(client) => client,
+            None => HttpClient::with_options(&config.http.options)?,
+        };
         if let Some(recorder) = recorder {
             config.api_key.iter().for_each(|key| recorder.secret(key));
             config.headers.iter().for_each(|(_, value)| recorder.secret(&Secret::new(value.clone())));
