@@ -238,5 +238,7 @@ pub mod http;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing {
+    #[cfg(feature = "http")]
+    pub use crate::http::fuzzing::watch_frames;
     pub use crate::session::fuzzing::{machine, retention};
 }

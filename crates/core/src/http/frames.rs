@@ -181,6 +181,17 @@ impl<T> FrameReader<T> {
     }
 }
 
+/// What the frames in `chunks` (read in that order) said: the stream limit and whether the server goes away.
+#[cfg(any(test, fuzzing))]
+pub(super) fn watch(chunks: &[&[u8]]) -> (Option<usize>, bool) {
+    let frames = Arc::new(ServerFrames::new(Arc::new(Notify::new())));
+    let mut reader = FrameReader::new((), Arc::clone(&frames));
+    for chunk in chunks {
+        reader.observe(chunk);
+    }
+    (frames.max_streams(), frames.going_away())
+}
+
 impl<T: AsyncRead + Unpin> AsyncRead for FrameReader<T> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
@@ -232,6 +243,18 @@ mod tests {
         let payload: Vec<u8> =
             entries.iter().flat_map(|(id, value)| id.to_be_bytes().into_iter().chain(value.to_be_bytes())).collect();
         frame(SETTINGS, 0, &payload)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_in_any_split_read_the_same(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+                                               cut in 0usize..600) {
+            let cut = cut.min(bytes.len());
+            let whole = watch(&[&bytes]);
+            proptest::prop_assert_eq!(watch(&[&bytes[..cut], &bytes[cut..]]), whole);
+            let bytewise: Vec<&[u8]> = bytes.chunks(1).collect();
+            proptest::prop_assert_eq!(watch(&bytewise), whole);
+        }
     }
 
     fn read_in_pieces(bytes: &[u8], piece: usize) -> Arc<ServerFrames> {

@@ -22,6 +22,15 @@ pub use incoming::IncomingBody;
 pub use retry::{retry_after, should_retry_header};
 pub use sse::{SseDecoder, SseFrame};
 
+/// Internals reachable only from the fuzz targets (see [`crate::fuzzing`]).
+#[cfg(fuzzing)]
+pub(crate) mod fuzzing {
+    /// What an HTTP/2 server's frames, read in `chunks`, said: its stream limit and whether it goes away.
+    pub fn watch_frames(chunks: &[&[u8]]) -> (Option<usize>, bool) {
+        super::frames::watch(chunks)
+    }
+}
+
 /// Re-exports of the HTTP types the providers build requests with.
 pub use bytes::Bytes;
 pub use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
