@@ -25,8 +25,8 @@ const ACK: u8 = 0x1;
 const MAX_CONCURRENT_STREAMS: u16 = 0x3;
 /// A frame header's length.
 const HEADER: usize = 9;
-/// The longest settings payload read: 1,024 entries. A longer one is skipped (the limit stays as it was).
-const MAX_SETTINGS: usize = 6 * 1024;
+/// A settings entry's length: a 16-bit identifier and a 32-bit value.
+const ENTRY: usize = 6;
 
 /// Not yet known; [`UNLIMITED`] when the server set no limit.
 const UNREAD: usize = 0;
@@ -73,10 +73,11 @@ impl ServerFrames {
         self.settled.notify_one();
     }
 
-    fn settings(&self, payload: &[u8]) {
+    /// A settings frame ended, naming `limit` last (or not naming it).
+    fn settings(&self, limit: Option<usize>) {
         let first = self.limit.load(Ordering::Acquire) == UNREAD;
         // Settings that do not name the limit leave it as it was (or, in the first ones, at "unlimited").
-        match max_concurrent_streams(payload) {
+        match limit {
             Some(limit) => self.limit.store(limit.max(1), Ordering::Release),
             None if first => self.limit.store(UNLIMITED, Ordering::Release),
             None => return,
@@ -93,14 +94,12 @@ impl ServerFrames {
     }
 }
 
-/// The last `SETTINGS_MAX_CONCURRENT_STREAMS` among a settings payload's six-byte entries.
-fn max_concurrent_streams(payload: &[u8]) -> Option<usize> {
-    payload
-        .chunks_exact(6)
-        .rev()
-        .find(|entry| u16::from_be_bytes([entry[0], entry[1]]) == MAX_CONCURRENT_STREAMS)
-        .map(|entry| u32::from_be_bytes([entry[2], entry[3], entry[4], entry[5]]))
-        .map(|limit| usize::try_from(limit).unwrap_or(UNLIMITED))
+/// The stream limit a settings entry sets, if it is `SETTINGS_MAX_CONCURRENT_STREAMS`.
+fn max_concurrent_streams(entry: &[u8; ENTRY]) -> Option<usize> {
+    (u16::from_be_bytes([entry[0], entry[1]]) == MAX_CONCURRENT_STREAMS).then(|| {
+        let limit = u32::from_be_bytes([entry[2], entry[3], entry[4], entry[5]]);
+        usize::try_from(limit).unwrap_or(UNLIMITED)
+    })
 }
 
 /// Where the walk through the server's bytes is.
@@ -108,10 +107,22 @@ fn max_concurrent_streams(payload: &[u8]) -> Option<usize> {
 enum Walk {
     /// Inside a frame header: its bytes so far.
     Header(Vec<u8>),
-    /// Inside a settings payload: the bytes so far, and its length.
-    Settings(Vec<u8>, usize),
-    /// Inside another payload (or one too long to read): how many bytes are left.
+    /// Inside a settings payload, read entry by entry (whatever its length).
+    Settings(SettingsWalk),
+    /// Inside another payload: how many bytes are left.
     Skip(usize),
+}
+
+/// A settings payload being read.
+#[derive(Debug)]
+struct SettingsWalk {
+    /// Payload bytes left.
+    left: usize,
+    /// The entry being read, and how much of it.
+    entry: [u8; ENTRY],
+    have: usize,
+    /// The last stream limit among the entries so far.
+    limit: Option<usize>,
 }
 
 /// An I/O stream whose incoming HTTP/2 frames are watched into [`ServerFrames`].
@@ -141,42 +152,43 @@ impl<T> FrameReader<T> {
                         if kind == GOAWAY {
                             self.frames.go_away();
                         }
-                        self.walk = if kind == SETTINGS && flags & ACK == 0 && length <= MAX_SETTINGS {
-                            Walk::Settings(Vec::with_capacity(length), length)
+                        self.walk = if kind == SETTINGS && flags & ACK == 0 {
+                            Walk::Settings(SettingsWalk { left: length, entry: [0; ENTRY], have: 0, limit: None })
                         } else {
                             Walk::Skip(length)
                         };
-                        self.finish_empty();
                     }
                 }
-                Walk::Settings(payload, length) => {
-                    let take = (*length - payload.len()).min(bytes.len());
-                    payload.extend_from_slice(&bytes[..take]);
+                Walk::Settings(settings) => {
+                    let take = (ENTRY - settings.have).min(settings.left).min(bytes.len());
+                    settings.entry[settings.have..settings.have + take].copy_from_slice(&bytes[..take]);
+                    (settings.have, settings.left) = (settings.have + take, settings.left - take);
                     bytes = &bytes[take..];
-                    self.finish_empty();
+                    if settings.have == ENTRY {
+                        settings.limit = max_concurrent_streams(&settings.entry).or(settings.limit);
+                        settings.have = 0;
+                    }
                 }
                 Walk::Skip(left) => {
                     let take = (*left).min(bytes.len());
                     *left -= take;
                     bytes = &bytes[take..];
-                    self.finish_empty();
                 }
             }
+            self.end_payload();
         }
     }
 
-    /// Ends the payload being walked when it is complete (reading a settings payload), back to the next header.
-    fn finish_empty(&mut self) {
-        let done = match &self.walk {
-            Walk::Header(_) => false,
-            Walk::Settings(payload, length) => payload.len() == *length,
-            Walk::Skip(left) => *left == 0,
+    /// Back to the next frame header once the payload being walked is over (a settings one read out).
+    fn end_payload(&mut self) {
+        let limit = match &self.walk {
+            Walk::Settings(settings) if settings.left == 0 => Some(settings.limit),
+            Walk::Skip(0) => None,
+            _ => return,
         };
-        if done {
-            let walk = std::mem::replace(&mut self.walk, Walk::Header(Vec::with_capacity(HEADER)));
-            if let Walk::Settings(payload, _) = walk {
-                self.frames.settings(&payload);
-            }
+        self.walk = Walk::Header(Vec::with_capacity(HEADER));
+        if let Some(limit) = limit {
+            self.frames.settings(limit);
         }
     }
 }
@@ -298,9 +310,9 @@ mod tests {
         bytes.extend(frame(GOAWAY, 0, &[0, 0, 0, 1, 0, 0, 0, 0]));
         let frames = read_in_pieces(&bytes, 4);
         assert_eq!((frames.max_streams(), frames.going_away()), (Some(3), true));
-        // A settings payload too long to read is skipped whole, and what follows is still read.
-        let mut long = frame(SETTINGS, 0, &vec![0; MAX_SETTINGS + 6]);
-        long.extend(&whole);
-        assert_eq!(read_in_pieces(&long, 1000).max_streams(), Some(3));
+        // A long settings payload (unknown settings) is read through; a trailing partial entry is ignored.
+        let mut long: Vec<u8> = (0..2000u16).flat_map(|id| [0x7f, id as u8, 0, 0, 0, 9]).collect();
+        long.extend([0, 3, 0, 0, 0, 42, 0, 3]);
+        assert_eq!(read_in_pieces(&frame(SETTINGS, 0, &long), 1000).max_streams(), Some(42));
     }
 }

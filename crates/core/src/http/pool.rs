@@ -40,6 +40,10 @@ pub(super) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 const MAX_ATTEMPTS: usize = 5;
 /// The most a dial's TLS, handshake and wait for the server's settings may take, whatever the connect timeout.
 const MAX_DIAL: Duration = Duration::from_secs(120);
+/// How long a request that found room but deferred to requests in line waits for its turn before it looks again.
+const DEFER: Duration = Duration::from_millis(50);
+/// How long an idle connection that requests are waiting for (a stream just freed) stays before it looks again.
+const WAITERS_GRACE: Duration = Duration::from_millis(100);
 /// How long a connection nobody has used yet stays open when idle connections are not kept.
 const FIRST_USE_GRACE: Duration = Duration::from_secs(1);
 
@@ -217,6 +221,25 @@ pub(super) enum PoolError {
     Request(hyper::Error),
 }
 
+/// What [`Shared::retire_if_idle`] did.
+enum Retire {
+    /// Out of the pool (or it was already).
+    Done,
+    /// It has a stream again.
+    Busy,
+    /// Requests wait for a stream: it stays a little longer.
+    Awaited,
+}
+
+/// What [`Shared::look`] found.
+enum Look {
+    /// A stream, HTTP/1.1, or a failure: the request is done waiting.
+    Found(Result<Checkout, PoolError>),
+    /// Nothing yet: start dial `dial` (when given), and wait — briefly if room was free but `deferred` to
+    /// requests in line.
+    Wait { dial: Option<u64>, deferred: bool },
+}
+
 /// A request's place in an origin's line, given up when it leaves — or, if the request is dropped while it
 /// waits, when this is dropped.
 struct InLine {
@@ -329,81 +352,93 @@ impl Shared {
         let mut waited_for = None;
         let mut in_line: Option<InLine> = None;
         loop {
-            let changed = {
+            let (changed, dial, deferred) = {
                 let mut origins = self.lock();
                 let state = origins.entry(origin.clone()).or_default();
                 // Enabled before anything is looked at: a stream that ends from here on wakes a request that
                 // waits (the first in line; if it returns without waiting, tokio hands the wakeup to the next).
                 let mut changed = Box::pin(Arc::clone(&state.changed).notified_owned());
                 changed.as_mut().enable();
-                let outcome = self.look(state, origin, root, in_line.is_some(), waited_for);
-                if let Some(outcome) = outcome {
-                    if let Some(mut place) = in_line.take() {
-                        place.leave(state);
-                        if !matches!(outcome, Ok(Checkout::Stream(..))) {
-                            // Whatever woke this request is not used by it: the next in line looks.
-                            state.changed.notify_one();
+                match self.look(state, in_line.is_some(), waited_for) {
+                    Look::Found(outcome) => {
+                        if let Some(mut place) = in_line.take() {
+                            place.leave(state);
+                            if !matches!(outcome, Ok(Checkout::Stream(..))) {
+                                // Whatever woke this request is not used by it: the next in line looks.
+                                state.changed.notify_one();
+                            }
                         }
+                        return outcome;
                     }
-                    return outcome;
+                    Look::Wait { dial, deferred } => {
+                        if in_line.is_none() {
+                            state.waiting += 1;
+                            in_line = Some(InLine { shared: Arc::clone(self), origin: origin.clone(), waiting: true });
+                        }
+                        waited_for = state.dialing.then_some(state.dials);
+                        (changed, dial, deferred)
+                    }
                 }
-                if in_line.is_none() {
-                    state.waiting += 1;
-                    in_line = Some(InLine { shared: Arc::clone(self), origin: origin.clone(), waiting: true });
-                }
-                waited_for = state.dialing.then_some(state.dials);
-                changed
             };
-            changed.await;
+            if let Some(number) = dial {
+                // Spawned without the lock held: a dial that never runs (its runtime shutting down) still
+                // announces its end from its guard, which takes the lock.
+                let end = DialEnd { shared: Arc::clone(self), origin: origin.clone(), number, outcome: None };
+                tokio::spawn(dial_task(end, root.clone()));
+            }
+            if deferred {
+                // Room was free but others were in line, one of whom should take it; if that one never looks
+                // (its request is parked unpolled), this one no longer waits behind it.
+                let _ = tokio::time::timeout(DEFER, changed).await;
+            } else {
+                changed.await;
+            }
         }
     }
 
     /// What a request finds in `state`: a stream, word to use HTTP/1.1, or the failure of the dial it waited for
-    /// (`waited_for`); `None` when it must wait (a dial started if one is needed). A request not `in_line` takes
-    /// no stream while others wait.
-    fn look(
-        self: &Arc<Self>,
-        state: &mut OriginState,
-        origin: &Origin,
-        root: &Uri,
-        in_line: bool,
-        waited_for: Option<u64>,
-    ) -> Option<Result<Checkout, PoolError>> {
+    /// (`waited_for`); otherwise it waits, after starting the dial `Look::Wait` names if one is needed. A request
+    /// not `in_line` takes no stream while others wait.
+    fn look(&self, state: &mut OriginState, in_line: bool, waited_for: Option<u64>) -> Look {
         if state.http1 {
-            return Some(Ok(Checkout::Http1));
+            return Look::Found(Ok(Checkout::Http1));
         }
         state.connections.retain(|connection| connection.usable());
         let cap = self.settings.max_streams;
-        if (in_line || state.waiting == 0)
-            && let Some(connection) = state.connections.iter().find(|connection| connection.has_room(cap))
+        let room = state.connections.iter().find(|connection| connection.has_room(cap));
+        if let Some(connection) = room
+            && (in_line || state.waiting == 0)
         {
-            return Some(Ok(Checkout::Stream(StreamSlot::take(connection), connection.sender.clone())));
+            return Look::Found(Ok(Checkout::Stream(StreamSlot::take(connection), connection.sender.clone())));
         }
         if let (Some(waited), Some((dial, cause))) = (waited_for, &state.failure)
             && waited == *dial
         {
-            return Some(Err(PoolError::Connect(cause.clone())));
+            return Look::Found(Err(PoolError::Connect(cause.clone())));
         }
-        let full = !state.connections.iter().any(|connection| connection.has_room(cap));
         let ends_soon = state.connections.iter().any(|connection| connection.has_short_streams(cap));
-        if full && !ends_soon && !state.dialing {
+        let dial = (room.is_none() && !ends_soon && !state.dialing).then(|| {
             state.dialing = true;
-            tokio::spawn(dial_task(Arc::clone(self), origin.clone(), root.clone(), state.dials));
-        }
-        None
+            state.dials
+        });
+        Look::Wait { dial, deferred: room.is_some() }
     }
 
-    /// Takes `connection` out of the pool if it still has no stream; true when it is out (or was already).
-    fn retire_if_idle(&self, origin: &Origin, connection: &Arc<PooledConnection>) -> bool {
+    /// Takes `connection` out of the pool if it still has no stream and no request waits for one (a usable
+    /// connection that just freed a stream is about to be used).
+    fn retire_if_idle(&self, origin: &Origin, connection: &Arc<PooledConnection>) -> Retire {
         let mut origins = self.lock();
         if connection.streams.load(Ordering::Acquire) > 0 {
-            return false;
+            return Retire::Busy;
         }
-        connection.closed.store(true, Ordering::Release);
         if let Some(state) = origins.get_mut(origin) {
+            if state.waiting > 0 && connection.usable() {
+                return Retire::Awaited;
+            }
             state.connections.retain(|other| !Arc::ptr_eq(other, connection));
         }
-        true
+        connection.closed.store(true, Ordering::Release);
+        Retire::Done
     }
 }
 
@@ -420,14 +455,14 @@ impl Drop for Shared {
 }
 
 /// Dials `origin` and announces the outcome to every request waiting for it.
-async fn dial_task(shared: Arc<Shared>, origin: Origin, root: Uri, number: u64) {
-    let mut announce = DialEnd { shared: Arc::clone(&shared), origin: origin.clone(), number, outcome: None };
+async fn dial_task(mut end: DialEnd, root: Uri) {
+    let shared = Arc::clone(&end.shared);
     let timeout = shared.settings.connect_timeout.min(MAX_DIAL);
-    let outcome = match tokio::time::timeout(timeout, dial(&shared, &origin, root)).await {
+    let outcome = match tokio::time::timeout(timeout, dial(&shared, &end.origin, root)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(format!("connecting took longer than {timeout:?}")),
     };
-    announce.outcome = Some(outcome);
+    end.outcome = Some(outcome);
 }
 
 /// Announces a dial's end when dropped: with its outcome, or as abandoned when the dial itself was (its runtime
@@ -534,9 +569,13 @@ async fn idle_out(pooled: &Arc<PooledConnection>, pool: &Weak<Shared>, origin: &
         if let Some(idle_for) = pooled.idle_for() {
             let limit = if pooled.closed.load(Ordering::Acquire) { Duration::ZERO } else { idle_timeout };
             if idle_for >= limit {
-                match pool.upgrade() {
-                    Some(shared) if !shared.retire_if_idle(origin, pooled) => continue,
-                    _ => return,
+                match pool.upgrade().map(|shared| shared.retire_if_idle(origin, pooled)) {
+                    Some(Retire::Busy) => continue,
+                    Some(Retire::Awaited) => {
+                        let _ = tokio::time::timeout(WAITERS_GRACE, pooled.released.notified()).await;
+                        continue;
+                    }
+                    Some(Retire::Done) | None => return,
                 }
             }
             let mut released = pin!(pooled.released.notified());
