@@ -13,8 +13,9 @@ use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_claude::environment::{EnvironmentWorker, EnvironmentWorkerBuilder, WorkEnd, WorkReport};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
 use managed_agents_core::approval::{AllowAll, Decision, permission_fn};
+use managed_agents_core::http::server::{ServerOptions, ServerTls};
 use managed_agents_core::http::{Method, StatusCode};
-use managed_agents_core::{NoTools, Session, SessionOptions, SessionResult};
+use managed_agents_core::{HttpOptions, NoTools, Session, SessionOptions, SessionResult};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -38,9 +39,15 @@ impl Setup {
     }
 
     async fn start_with_skills(script: Script, ttl: Duration, ask_write: bool, skills: Value) -> Self {
-        let options = EmulatorOptions::default().with_work_lease_ttl(ttl);
+        Self::start_on(script, ttl, ask_write, skills, ServerOptions::default()).await
+    }
+
+    /// Like [`Setup::start_with_skills`], the emulator serving as `server` says (the application and the worker
+    /// trust its certificate over TLS).
+    async fn start_on(script: Script, ttl: Duration, ask_write: bool, skills: Value, server: ServerOptions) -> Self {
+        let options = EmulatorOptions::default().with_work_lease_ttl(ttl).with_server(server);
         let emulator = ClaudeEmulator::start_with(script, options).await.expect("emulator");
-        let app = ClaudeManagedAgents::builder().base_url(emulator.base_url()).api_key("test-key").build().unwrap();
+        let app = emulator.provider_builder().build().unwrap();
         let mut toolset = json!({"type": "agent_toolset_20260401",
             "default_config": {"permission_policy": {"type": "always_allow"}}});
         if ask_write {
@@ -59,11 +66,15 @@ impl Setup {
     }
 
     fn worker(&self, workdir: &Path) -> EnvironmentWorkerBuilder {
-        EnvironmentWorker::builder(&self.environment_id, self.key.clone())
+        let builder = EnvironmentWorker::builder(&self.environment_id, self.key.clone())
             .base_url(self.emulator.base_url())
             .workdir(workdir)
             .max_idle(Some(Duration::from_millis(300)))
-            .idle_poll(Duration::from_millis(20))
+            .idle_poll(Duration::from_millis(20));
+        match self.emulator.http_client(&HttpOptions::new()) {
+            Some(client) => builder.http_client(client),
+            None => builder,
+        }
     }
 
     /// Runs the application's request on a task of its own.
@@ -181,6 +192,32 @@ fn hold_script() -> Script {
         .turn(ScriptTurn::tool_calls([host("toolu_one", "bash", json!({"command": "echo one"}), "one")]))
         .turn(ScriptTurn::tool_calls([host("toolu_hold", "bash", json!({"command": HOLD}), "released")]))
         .turn(ScriptTurn::text("done"))
+}
+
+#[tokio::test]
+async fn a_worker_serves_its_session_over_tls_with_the_client_it_is_given() {
+    let server = ServerOptions::default().tls(Some(ServerTls::Http2AndHttp1));
+    let setup = Setup::start_on(every_tool_script(), Duration::from_secs(5), false, json!([]), server).await;
+    assert!(setup.emulator.base_url().starts_with("https://"));
+    let workdir = tempfile::tempdir().unwrap();
+    let (builder, reports) = collecting(setup.worker(workdir.path()));
+    let worker = builder.build().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let serving = tokio::spawn({
+        let worker = worker.clone();
+        async move {
+            worker
+                .run_until(async {
+                    let _ = stopped.await;
+                })
+                .await
+        }
+    });
+    let result = setup.run_app(SessionOptions::new()).await.unwrap().expect("the application's request");
+    assert_eq!((result.text.as_str(), result.server_tool_uses.len()), ("done", 6));
+    stop.send(()).unwrap();
+    serving.await.unwrap().expect("the worker ran");
+    assert_eq!(reports.lock().unwrap().iter().map(|report| report.end.clone()).collect::<Vec<_>>(), [WorkEnd::Idle]);
 }
 
 #[tokio::test]

@@ -173,6 +173,7 @@ pub struct EnvironmentWorkerBuilder {
     environment_key: Secret,
     base_url: String,
     http: HttpSettings,
+    http_client: Option<managed_agents_core::http::HttpClient>,
     worker_id: Option<String>,
     workdir: Option<PathBuf>,
     builtin_tools: bool,
@@ -206,6 +207,7 @@ impl EnvironmentWorker {
             environment_key: environment_key.into(),
             base_url: DEFAULT_BASE_URL.to_string(),
             http: DEFAULT_HTTP_SETTINGS,
+            http_client: None,
             worker_id: None,
             workdir: None,
             builtin_tools: true,
@@ -425,6 +427,15 @@ impl EnvironmentWorkerBuilder {
         self
     }
 
+    /// The HTTP client the worker and the sessions it serves send through, instead of one built from
+    /// [`http_options`](Self::http_options) (whose connection settings then do not apply; the timeouts and retry
+    /// policy still do) — e.g. one trusting a private root
+    /// ([`HttpClient::with_root_certificates`](managed_agents_core::http::HttpClient::with_root_certificates)).
+    pub fn http_client(mut self, client: managed_agents_core::http::HttpClient) -> Self {
+        self.http_client = Some(client);
+        self
+    }
+
     /// The id the worker polls under (default: the host's name and a random suffix, unique per worker).
     pub fn worker_id(mut self, worker_id: impl Into<String>) -> Self {
         self.worker_id = Some(worker_id.into());
@@ -556,7 +567,7 @@ impl EnvironmentWorkerBuilder {
             return Err(Error::invalid_option("worker_id", "must be a non-empty header value"));
         }
         let config = ClaudeConfig::new(self.base_url, self.environment_key.clone(), self.http);
-        let client = ClaudeClient::new(config, None, None)?.with_environment_key(self.environment_key);
+        let client = ClaudeClient::new(config, None, self.http_client)?.with_environment_key(self.environment_key);
         Ok(EnvironmentWorker {
             inner: Arc::new(Inner {
                 client,
