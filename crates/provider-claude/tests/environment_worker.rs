@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use managed_agents_claude::ClaudeManagedAgents;
 use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
-use managed_agents_claude::environment::{EnvironmentWorker, EnvironmentWorkerBuilder, WorkEnd, WorkReport};
+use managed_agents_claude::environment::{
+    EnvironmentWorker, EnvironmentWorkerBuilder, EnvironmentWorkerStats, WorkEnd, WorkReport,
+};
 use managed_agents_conformance::{Script, ScriptToolCall, ScriptTurn};
 use managed_agents_core::approval::{AllowAll, Decision, permission_fn};
 use managed_agents_core::http::server::{ServerOptions, ServerTls};
@@ -96,6 +98,22 @@ impl Setup {
     }
 }
 
+/// Runs `worker` on a task of its own until the returned sender fires (or is dropped).
+fn serve_until_stopped(
+    worker: &EnvironmentWorker,
+) -> (oneshot::Sender<()>, JoinHandle<Result<EnvironmentWorkerStats, managed_agents_core::Error>>) {
+    let (stop, stopped) = oneshot::channel::<()>();
+    let worker = worker.clone();
+    let serving = tokio::spawn(async move {
+        worker
+            .run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    (stop, serving)
+}
+
 /// `builder` with its reports collected.
 fn collecting(builder: EnvironmentWorkerBuilder) -> (EnvironmentWorkerBuilder, Arc<Mutex<Vec<WorkReport>>>) {
     let reports = Arc::new(Mutex::new(Vec::new()));
@@ -155,17 +173,7 @@ async fn a_session_using_every_built_in_tool_runs_to_its_end_between_the_applica
     let workdir = tempfile::tempdir().unwrap();
     let (builder, reports) = collecting(setup.worker(workdir.path()));
     let worker = builder.build().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let serving = tokio::spawn({
-        let worker = worker.clone();
-        async move {
-            worker
-                .run_until(async {
-                    let _ = stopped.await;
-                })
-                .await
-        }
-    });
+    let (stop, serving) = serve_until_stopped(&worker);
     let result = setup.run_app(SessionOptions::new()).await.unwrap().expect("the application's request");
     assert_eq!(result.text, "done");
     assert_eq!(result.server_tool_uses.len(), 6, "the application saw the worker's calls");
@@ -202,17 +210,7 @@ async fn a_worker_serves_its_session_over_tls_with_the_client_it_is_given() {
     let workdir = tempfile::tempdir().unwrap();
     let (builder, reports) = collecting(setup.worker(workdir.path()));
     let worker = builder.build().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let serving = tokio::spawn({
-        let worker = worker.clone();
-        async move {
-            worker
-                .run_until(async {
-                    let _ = stopped.await;
-                })
-                .await
-        }
-    });
+    let (stop, serving) = serve_until_stopped(&worker);
     let result = setup.run_app(SessionOptions::new()).await.unwrap().expect("the application's request");
     assert_eq!((result.text.as_str(), result.server_tool_uses.len()), ("done", 6));
     stop.send(()).unwrap();

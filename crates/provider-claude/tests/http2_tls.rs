@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use managed_agents_claude::ClaudeManagedAgents;
-use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions, RecordedRequest};
+use managed_agents_claude::emulator::{ClaudeEmulator, EmulatorOptions};
 use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{Script, ScriptTurn, Scripts};
 use managed_agents_core::http::server::{ServerOptions, ServerTls};
@@ -50,21 +50,8 @@ async fn run_all(emulator: &ClaudeEmulator, sessions: usize, handler: Arc<dyn Ha
     results.into_iter().map(|result| result.expect("the session completes")).collect()
 }
 
-/// The ids of the tool results posted to `session_id`, in order.
-fn results_posted(requests: &[RecordedRequest], session_id: &str) -> Vec<String> {
-    let path = format!("/v1/sessions/{session_id}/events");
-    requests
-        .iter()
-        .filter(|r| r.method == "POST" && r.path == path)
-        .flat_map(|r| r.body["events"].as_array().cloned().unwrap_or_default())
-        .filter(|e| e["type"] == "user.custom_tool_result")
-        .filter_map(|e| e["custom_tool_use_id"].as_str().map(str::to_string))
-        .collect()
-}
-
-fn streams_opened(requests: &[RecordedRequest], session_id: &str) -> usize {
-    let path = format!("/v1/sessions/{session_id}/events/stream");
-    requests.iter().filter(|r| r.method == "GET" && r.path.split('?').next() == Some(path.as_str())).count()
+fn streams_opened(emulator: &ClaudeEmulator, session_id: &str) -> usize {
+    emulator.requests_to("GET", &format!("/v1/sessions/{session_id}/events/stream")).len()
 }
 
 /// What the first session at the gate does while the others wait.
@@ -92,12 +79,11 @@ fn gate(sessions: usize, at_gate: Option<AtGate>) -> Arc<dyn Handler> {
 }
 
 fn assert_done(results: &[SessionResult], emulator: &ClaudeEmulator, tools: &[&str]) {
-    let requests = emulator.requests();
     for (index, result) in results.iter().enumerate() {
         assert_eq!(result.text, format!("done s{index}"));
         let id = result.session_id.as_deref().unwrap();
         let expected: Vec<String> = tools.iter().map(|tool| format!("{tool}_s{index}")).collect();
-        assert_eq!(results_posted(&requests, id), expected, "each tool result posted once");
+        assert_eq!(emulator.custom_tool_results_posted(id), expected, "each tool result posted once");
     }
 }
 
@@ -121,10 +107,9 @@ async fn a_goaway_in_the_middle_of_every_session_reconnects_them_and_posts_each_
     let go_away: AtGate = Box::new(move || Box::pin(server.go_away(Duration::from_millis(20))));
     let results = run_all(&emulator, 4, gate(4, Some(go_away))).await;
     assert_done(&results, &emulator, &["gate", "after"]);
-    let requests = emulator.requests();
     for result in &results {
         let id = result.session_id.as_deref().unwrap();
-        assert!(streams_opened(&requests, id) >= 2, "session {id} reconnected its stream");
+        assert!(streams_opened(&emulator, id) >= 2, "session {id} reconnected its stream");
     }
     assert!(emulator.connections() >= 2, "the sessions moved to a new connection");
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use managed_agents_claude::ClaudeManagedAgents;
-use managed_agents_claude::emulator::{ClaudeEmulator, RecordedRequest};
+use managed_agents_claude::emulator::ClaudeEmulator;
 use managed_agents_conformance::emulator::TEST_RETRY;
 use managed_agents_conformance::{Fault, RecordedInput, Script, ScriptTurn, Scripts};
 use managed_agents_core::{Session, SessionOptions, SessionResult, tool_fn};
@@ -37,18 +37,6 @@ fn gated_scripts(seen: &Seen) -> Scripts {
             .turn(ScriptTurn::tool_call(format!("call_{who}"), "gate", json!({"who": who})))
             .turn(ScriptTurn::text(format!("done {who}")))
     })
-}
-
-/// The ids of the tool results posted to session `session_id`.
-fn results_posted(requests: &[RecordedRequest], session_id: &str) -> Vec<String> {
-    let path = format!("/v1/sessions/{session_id}/events");
-    requests
-        .iter()
-        .filter(|r| r.method == "POST" && r.path == path)
-        .flat_map(|r| r.body["events"].as_array().cloned().unwrap_or_default())
-        .filter(|e| e["type"] == "user.custom_tool_result")
-        .filter_map(|e| e["custom_tool_use_id"].as_str().map(str::to_string))
-        .collect()
 }
 
 fn session_error(history: &[Value]) -> Option<String> {
@@ -105,9 +93,8 @@ async fn concurrent_live_sessions_each_play_their_own_script() {
     assert_ne!(alpha_id, beta_id);
     // The factory was called once per session, with its id and kickoff.
     assert_factory_told(&seen, [(&alpha_id, "alpha"), (&beta_id, "beta")]);
-    let requests = emulator.requests();
-    assert_eq!(results_posted(&requests, &alpha_id), ["call_alpha"]);
-    assert_eq!(results_posted(&requests, &beta_id), ["call_beta"]);
+    assert_eq!(emulator.custom_tool_results_posted(&alpha_id), ["call_alpha"]);
+    assert_eq!(emulator.custom_tool_results_posted(&beta_id), ["call_beta"]);
     let messages = |id: &str| -> Vec<Value> {
         emulator
             .history(id)

@@ -274,6 +274,17 @@ impl ClaudeEmulator {
         self.state().failing_model_requests.push_back(after_fragments);
     }
 
+    /// The ids of the custom tool results posted to session `session_id`, one per posted event, in the order they
+    /// arrived: a result the client sent twice is there twice (the session's history keeps it once).
+    pub fn custom_tool_results_posted(&self, session_id: &str) -> Vec<String> {
+        self.requests_to("POST", &format!("/v1/sessions/{session_id}/events"))
+            .iter()
+            .flat_map(|request| request.body["events"].as_array().cloned().unwrap_or_default())
+            .filter(|event| event["type"] == "user.custom_tool_result")
+            .filter_map(|event| event["custom_tool_use_id"].as_str().map(str::to_string))
+            .collect()
+    }
+
     /// The requests received whose method is `method` and whose path (query excluded) is `path`.
     pub fn requests_to(&self, method: &str, path: &str) -> Vec<RecordedRequest> {
         self.requests().into_iter().filter(|r| r.method == method && r.path.split('?').next() == Some(path)).collect()
