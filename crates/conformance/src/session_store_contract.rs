@@ -43,6 +43,7 @@ pub const ALL: &[&str] = &[
     "approvals_first_decision_wins",
     "ledger_records_per_session",
     "ledger_concurrent_records_agree",
+    "journal_reads_in_order",
 ];
 
 /// Runs the check called `name` on `store` (which must be empty); `false` when there is no such check.
@@ -60,6 +61,7 @@ pub async fn run<S: SessionStore + 'static>(name: &str, store: Arc<S>) -> bool {
         "approvals_first_decision_wins" => approvals_first_decision_wins(&*store).await,
         "ledger_records_per_session" => ledger_records_per_session(&*store).await,
         "ledger_concurrent_records_agree" => ledger_concurrent_records_agree(store).await,
+        "journal_reads_in_order" => journal_reads_in_order(&*store).await,
         _ => return false,
     }
     true
@@ -392,6 +394,17 @@ pub async fn list_filters<S: SessionStore + ?Sized>(store: &S) {
     assert_eq!(listed(store, ConversationFilter::new().limit(2)).await, ["c-b", "c-c"]);
     assert_eq!(listed(store, ConversationFilter::new().provider("claude").limit(1)).await, ["c-c"]);
     assert_eq!(listed(store, ConversationFilter::new().limit(0)).await, Vec::<String>::new());
+    // Keyset paging, in either order: each page starts after the last conversation of the one before.
+    let c_c = store.load("c-c").await.expect("load").expect("c-c");
+    assert_eq!(listed(store, ConversationFilter::new().after(&c_c)).await, ["c-d", "c-a"], "after c-c (tie on time)");
+    assert_eq!(listed(store, ConversationFilter::new().after(&c_c).limit(1)).await, ["c-d"]);
+    assert_eq!(listed(store, ConversationFilter::new().newest_first()).await, ["c-a", "c-d", "c-c", "c-b"]);
+    assert_eq!(listed(store, ConversationFilter::new().newest_first().after(&c_c)).await, ["c-b"]);
+    assert_eq!(
+        listed(store, ConversationFilter::new().newest_first().provider("claude").limit(2)).await,
+        ["c-a", "c-d"],
+        "newest first, filtered and limited"
+    );
 
     // Saving again replaces the metadata that list sees, and keeps the order (the creation time stays).
     let lease = take(store, "c-b", "lister", LONG).await;
@@ -404,6 +417,45 @@ pub async fn list_filters<S: SessionStore + ?Sized>(store: &S) {
     let full = store.list(&ConversationFilter::new().metadata("team", "sales").limit(1)).await.expect("list");
     assert_eq!(full.len(), 1);
     assert_eq!(Some(&full[0]), store.load("c-b").await.expect("load").as_ref(), "list returns whole records");
+}
+
+/// A journal (when the store keeps one: a store without returns `None` from `journal()` and passes) numbers its
+/// entries in append order across conversations, reads them per conversation after or before a number, oldest
+/// first, within the limit, keeps each entry's kind and data, and forgets one conversation's entries on
+/// `clear` and on `purge`.
+pub async fn journal_reads_in_order<S: SessionStore + ?Sized>(store: &S) {
+    use managed_agents_core::journal::EntryKind;
+    let Some(journal) = store.journal() else { return };
+    let mut appended = Vec::new();
+    for (external_id, kind, data) in [
+        ("c1", EntryKind::Message, json!({"text": "hello <b>", "message_id": null})),
+        ("c2", EntryKind::Message, json!({"text": "other"})),
+        ("c1", EntryKind::ToolCall, json!({"id": "tu1", "name": "add", "input": {"a": 1}})),
+        ("c1", EntryKind::Reply, json!({"text": "done", "turns": 2})),
+    ] {
+        let entry = journal.append(external_id, kind, &data).await.expect("append");
+        assert_eq!((entry.external_id.as_str(), entry.kind, &entry.data), (external_id, kind, &data));
+        assert!(entry.at_ms > NOT_NOW_MS, "the store sets the time");
+        appended.push(entry);
+    }
+    let seqs: Vec<i64> = appended.iter().map(|entry| entry.seq).collect();
+    assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "numbers grow with every append: {seqs:?}");
+    let c1: Vec<_> = [&appended[0], &appended[2], &appended[3]].into_iter().cloned().collect();
+    assert_eq!(journal.entries_after("c1", 0, 100).await.expect("after"), c1, "oldest first, one conversation");
+    assert_eq!(journal.entries_after("c1", seqs[0], 1).await.expect("after"), c1[1..2], "after a number, limited");
+    assert_eq!(journal.entries_after("c1", seqs[3], 100).await.expect("after"), vec![], "nothing newer");
+    assert_eq!(journal.entries_before("c1", None, 2).await.expect("before"), c1[1..], "the newest two, oldest first");
+    assert_eq!(journal.entries_before("c1", Some(seqs[2]), 100).await.expect("before"), c1[..1]);
+    assert_eq!(journal.entries_after("c1", 0, 0).await.expect("after"), vec![], "a zero limit");
+
+    assert_eq!(journal.clear("c2").await.expect("clear"), 1);
+    assert_eq!(journal.entries_after("c2", 0, 100).await.expect("after"), vec![]);
+    assert_eq!(journal.entries_after("c1", 0, 100).await.expect("after").len(), 3, "others keep theirs");
+    put_conversation(store, "c1", "claude", ConversationStatus::Idle, json!({}), 1_000).await;
+    store.purge("c1").await.expect("purge");
+    assert_eq!(journal.entries_after("c1", 0, 100).await.expect("after"), vec![], "a purge removes the journal");
+    let later = journal.append("c1", EntryKind::Message, &json!({"text": "again"})).await.expect("append");
+    assert!(later.seq > seqs[3], "numbers keep growing after a clear");
 }
 
 fn approval_request(tool_use: ToolUse) -> ApprovalRequest {

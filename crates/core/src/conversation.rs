@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 
 use crate::approval::{ApprovalRequest, Decision};
 use crate::inbox::{Inbox, InboxMessage, InboxStats, MessageState};
+use crate::journal::{EntryKind, Journal, JournalEntry, MAX_JOURNAL_PAGE};
 use crate::ledger::{LedgerEntry, MemoryLedger, ToolLedger};
 use crate::{Error, ModelConfig};
 
@@ -146,8 +147,13 @@ pub struct ConversationFilter {
     pub provider: Option<String>,
     /// Only the conversation(s) whose provider-side session is this one.
     pub session_id: Option<String>,
-    /// At most this many, oldest first (`None`: all).
+    /// At most this many (`None`: all), in the order [`ConversationFilter::newest_first`] says.
     pub limit: Option<usize>,
+    /// Only conversations listed after this position (`(created_at_ms, external_id)` of the last conversation of
+    /// the page before), in the list's order: keyset paging, stable while conversations are added.
+    pub after: Option<(i64, String)>,
+    /// Newest first (by creation, then external id, both descending) instead of oldest first.
+    pub newest_first: bool,
 }
 
 impl ConversationFilter {
@@ -186,9 +192,29 @@ impl ConversationFilter {
         self
     }
 
-    /// Whether `conversation` passes the filter (for stores that filter in memory).
+    /// Only conversations listed after `conversation` (the last of the page before) — see
+    /// [`ConversationFilter::after`].
+    pub fn after(mut self, conversation: &Conversation) -> Self {
+        self.after = Some((conversation.created_at_ms, conversation.external_id.clone()));
+        self
+    }
+
+    /// Newest first (see [`ConversationFilter::newest_first`]).
+    pub fn newest_first(mut self) -> Self {
+        self.newest_first = true;
+        self
+    }
+
+    /// Whether `conversation` passes the filter (for stores that filter in memory), its position
+    /// ([`ConversationFilter::after`]) included.
     pub fn matches(&self, conversation: &Conversation) -> bool {
-        (self.statuses.is_empty() || self.statuses.contains(&conversation.status))
+        let position = (conversation.created_at_ms, conversation.external_id.as_str());
+        let listed_after = self.after.as_ref().is_none_or(|(created, id)| {
+            let cursor = (*created, id.as_str());
+            if self.newest_first { position < cursor } else { position > cursor }
+        });
+        listed_after
+            && (self.statuses.is_empty() || self.statuses.contains(&conversation.status))
             && self.provider.as_ref().is_none_or(|provider| *provider == conversation.provider)
             && self.session_id.as_ref().is_none_or(|id| conversation.session_id.as_ref() == Some(id))
             && self.metadata.iter().all(|(key, value)| conversation.metadata.get(key) == Some(value))
@@ -256,10 +282,12 @@ pub trait SessionStore: ToolLedger {
     /// the stored record when there is one; `updated_at_ms` is set by the store.
     async fn save(&self, conversation: &Conversation, lease: &Lease) -> Result<(), Error>;
 
-    /// The conversations passing `filter`, oldest first.
+    /// The conversations passing `filter`, oldest first (newest first with
+    /// [`ConversationFilter::newest_first`]).
     async fn list(&self, filter: &ConversationFilter) -> Result<Vec<Conversation>, Error>;
 
-    /// Removes everything stored for `external_id`: record, lease, approvals (not ledger entries, which are
+    /// Removes everything stored for `external_id`: record, lease, approvals, inbox messages, journal entries (not
+    /// ledger entries, which are
     /// keyed by session). Returns whether a record was there.
     async fn purge(&self, external_id: &str) -> Result<bool, Error>;
 
@@ -291,6 +319,12 @@ pub trait SessionStore: ToolLedger {
 
     /// The store's durable inbox, when it has one (the host's `enqueue` and workers need it). Default: none.
     fn inbox(&self) -> Option<&dyn Inbox> {
+        None
+    }
+
+    /// The store's journal of what happened in each conversation, when it keeps one (the host writes it, the
+    /// operator console reads it). Default: none.
+    fn journal(&self) -> Option<&dyn Journal> {
         None
     }
 }
@@ -333,6 +367,9 @@ impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
     fn inbox(&self) -> Option<&dyn Inbox> {
         (**self).inbox()
     }
+    fn journal(&self) -> Option<&dyn Journal> {
+        (**self).journal()
+    }
 }
 
 /// Milliseconds since the Unix epoch by this process's clock (saturating).
@@ -371,6 +408,10 @@ struct MemoryState {
     wakes: std::collections::BTreeSet<String>,
     /// Delivery ids seen (see [`Inbox::first_delivery`]).
     deliveries: std::collections::HashSet<String>,
+    /// The journal, by entry number.
+    journal: BTreeMap<i64, JournalEntry>,
+    /// The last entry number handed out.
+    last_seq: i64,
 }
 
 impl MemoryState {
@@ -453,6 +494,9 @@ impl SessionStore for MemorySessionStore {
         let mut found: Vec<Conversation> =
             self.state().conversations.values().filter(|c| filter.matches(c)).cloned().collect();
         found.sort_by(|a, b| (a.created_at_ms, &a.external_id).cmp(&(b.created_at_ms, &b.external_id)));
+        if filter.newest_first {
+            found.reverse();
+        }
         if let Some(limit) = filter.limit {
             found.truncate(limit);
         }
@@ -465,6 +509,7 @@ impl SessionStore for MemorySessionStore {
         state.approvals.remove(external_id);
         state.messages.retain(|_, message| message.external_id != external_id);
         state.wakes.remove(external_id);
+        state.journal.retain(|_, entry| entry.external_id != external_id);
         Ok(state.conversations.remove(external_id).is_some())
     }
 
@@ -537,6 +582,10 @@ impl SessionStore for MemorySessionStore {
     }
 
     fn inbox(&self) -> Option<&dyn Inbox> {
+        Some(self)
+    }
+
+    fn journal(&self) -> Option<&dyn Journal> {
         Some(self)
     }
 }
@@ -659,6 +708,44 @@ impl Inbox for MemorySessionStore {
             }
         }
         Ok(stats)
+    }
+}
+
+#[async_trait]
+impl Journal for MemorySessionStore {
+    async fn append(&self, external_id: &str, kind: EntryKind, data: &Value) -> Result<JournalEntry, Error> {
+        let mut state = self.state();
+        state.last_seq = state.last_seq.saturating_add(1);
+        let entry = JournalEntry::new(state.last_seq, external_id, kind, data.clone(), now_ms());
+        state.journal.insert(entry.seq, entry.clone());
+        Ok(entry)
+    }
+
+    async fn entries_after(&self, external_id: &str, after: i64, limit: usize) -> Result<Vec<JournalEntry>, Error> {
+        let state = self.state();
+        let found = state.journal.range(after.saturating_add(1)..).map(|(_, entry)| entry);
+        Ok(found.filter(|entry| entry.external_id == external_id).take(limit.min(MAX_JOURNAL_PAGE)).cloned().collect())
+    }
+
+    async fn entries_before(
+        &self,
+        external_id: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<JournalEntry>, Error> {
+        let state = self.state();
+        let found = state.journal.range(..before.unwrap_or(i64::MAX)).rev().map(|(_, entry)| entry);
+        let mut newest: Vec<JournalEntry> =
+            found.filter(|entry| entry.external_id == external_id).take(limit.min(MAX_JOURNAL_PAGE)).cloned().collect();
+        newest.reverse();
+        Ok(newest)
+    }
+
+    async fn clear(&self, external_id: &str) -> Result<u64, Error> {
+        let mut state = self.state();
+        let before = state.journal.len();
+        state.journal.retain(|_, entry| entry.external_id != external_id);
+        Ok(u64::try_from(before - state.journal.len()).unwrap_or(u64::MAX))
     }
 }
 

@@ -183,6 +183,7 @@ mod handler;
 mod http_settings;
 pub mod inbox;
 mod info;
+pub mod journal;
 pub mod ledger;
 mod model;
 mod outcome;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use managed_agents_core::conversation::Conversation;
 use managed_agents_core::{Interrupter, ModelConfig, SessionHandle};
 
+use crate::journal::JournalWriter;
 use crate::lease::HeldLease;
 
 /// The conversations this host keeps attached, each behind a lock its requests take in turn.
@@ -31,6 +32,8 @@ pub(crate) struct Attached {
     pub(crate) run: ModelConfig,
     /// The interrupter the live session listens to (the attaching request's).
     pub(crate) interrupter: Option<Interrupter>,
+    /// The conversation's journal while it stays attached.
+    pub(crate) journal: JournalWriter,
 }
 
 impl Attachments {

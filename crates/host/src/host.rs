@@ -15,8 +15,10 @@ use managed_agents_core::{
 };
 
 use crate::attachments::Attachments;
+use crate::journal::{JournalWriter, JournaledLedger};
 use crate::lease::{BusyPolicy, HeldLease, LeaseRequest};
 use crate::opened::Opened;
+use crate::operator::{self, Operator};
 use crate::permission::HostPermission;
 use crate::posting::Posting;
 use crate::queue::Signals;
@@ -140,13 +142,16 @@ impl Host {
     }
 
     async fn decide(&self, external_id: &str, tool_use_id: &str, decision: Decision) -> Result<(), Error> {
-        if self.inner.store.decide(external_id, tool_use_id, &decision).await? {
-            // Answered: a worker may resume the conversation now.
-            self.inner.signals.work_arrived();
-            Ok(())
-        } else {
-            Err(Error::not_found("approval", format!("{external_id}/{tool_use_id}")))
+        match decision {
+            Decision::Deny { message } => self.operator().deny(external_id, tool_use_id, message).await,
+            _ => self.operator().approve(external_id, tool_use_id).await,
         }
+    }
+
+    /// An [`Operator`] on this host's store whose answers and messages wake this host's workers at once.
+    pub fn operator(&self) -> Operator {
+        let inner = &self.inner;
+        Operator::sharing(Arc::clone(&inner.store), Arc::clone(&inner.signals), inner.holder.clone())
     }
 
     /// The approvals conversation `external_id` waits on, oldest first, each with its answer once given (an
@@ -181,19 +186,7 @@ impl Host {
         let since = Instant::now();
         self.detach_now(external_id, since).await?;
         let lease = self.take_lease(external_id, since).await?;
-        let outcome = lease
-            .guard(async {
-                let mut record = self.inner.store.load(external_id).await?.ok_or_else(|| not_found(external_id))?;
-                record.status = status;
-                if status == ConversationStatus::Deleted {
-                    record.transcript = None;
-                    for approval in self.inner.store.approvals(external_id).await? {
-                        self.inner.store.remove_approval(external_id, approval.request.tool_use_id()).await?;
-                    }
-                }
-                self.inner.store.save(&record, &lease.lease()).await
-            })
-            .await;
+        let outcome = lease.guard(operator::close(&*self.inner.store, external_id, status, &lease.lease())).await;
         lease.release().await;
         outcome
     }
@@ -320,7 +313,8 @@ impl Host {
             self.adopt_session(&mut record, &models.run, lease).await?;
         }
         let waiting = self.still_waiting(&record, lease).await?;
-        let mut options = self.options_for(&record, &request, waiting.clone(), &models.run);
+        let journal = JournalWriter::start(store, external_id);
+        let mut options = self.options_for(&record, &request, waiting.clone(), &models.run, &journal);
         if let Some(interrupter) = &asked.interrupter {
             options = options.interrupter(interrupter.clone());
         }
@@ -343,14 +337,20 @@ impl Host {
             }
         };
 
+        if let Request::Message { text } = &request {
+            journal.message(text, queued.as_ref().map(|message| message.id));
+        }
         let opened = Opened {
             inner: provider,
             store,
             lease: lease.lease(),
             record: Mutex::new(record),
             posting: posting.clone(),
+            journal: journal.clone(),
         };
         let outcome = Session::run(&opened, Arc::clone(&inner.handler), options).await;
+        journal.outcome(&outcome);
+        journal.flush().await;
         let mut record = opened.into_record();
         if let (Some(message), Some(posting)) = (&mut queued, &posting)
             && posting.is_posted()
@@ -509,6 +509,7 @@ impl Host {
         request: &Request,
         waiting: Vec<ToolUse>,
         run: &ModelConfig,
+        journal: &JournalWriter,
     ) -> SessionOptions {
         let inner = &self.inner;
         let mut options = inner.options.clone().model_config(run.clone());
@@ -535,7 +536,7 @@ impl Host {
             // A new session: tagged, so that it is found again if this worker dies before saving its id.
             options = options.session_tag(SESSION_TAG, conversation_tag(&record.external_id));
         }
-        self.with_services(options.resume_tool_uses(waiting), record)
+        self.with_services(options.resume_tool_uses(waiting), record, journal)
     }
 
     /// The options of a live session kept attached to `record`'s session, running with `run` and interrupted by
@@ -545,6 +546,7 @@ impl Host {
         record: &Conversation,
         run: &ModelConfig,
         interrupter: Option<&Interrupter>,
+        journal: &JournalWriter,
     ) -> SessionOptions {
         let mut options = self.inner.options.clone().model_config(run.clone());
         if let Some(interrupter) = interrupter {
@@ -556,16 +558,19 @@ impl Host {
         if let Some(session_id) = &record.session_id {
             options = options.session_id(session_id.clone());
         }
-        self.with_services(options, record)
+        self.with_services(options, record, journal)
     }
 
-    /// The store as the tool ledger, and the host's permission hook for `record`'s conversation.
-    fn with_services(&self, options: SessionOptions, record: &Conversation) -> SessionOptions {
+    /// The store as the tool ledger, and the host's permission hook for `record`'s conversation, both writing
+    /// to its journal.
+    fn with_services(&self, options: SessionOptions, record: &Conversation, journal: &JournalWriter) -> SessionOptions {
         let inner = &self.inner;
-        options.tool_ledger(Arc::clone(&inner.store)).permission(HostPermission {
+        let ledger = JournaledLedger { store: Arc::clone(&inner.store), journal: journal.clone() };
+        options.tool_ledger(ledger).permission(HostPermission {
             store: Arc::clone(&inner.store),
             external_id: record.external_id.clone(),
             inner: Arc::clone(&inner.permission),
+            journal: journal.clone(),
         })
     }
 }

@@ -172,9 +172,11 @@
 
 mod attachments;
 mod host;
+mod journal;
 mod lease;
 mod live;
 mod opened;
+mod operator;
 mod permission;
 mod posting;
 mod queue;
@@ -185,6 +187,7 @@ mod worker;
 
 pub use host::{Host, SESSION_TAG, conversation_tag};
 pub use lease::{BusyPolicy, DEFAULT_BUSY_WAIT};
+pub use operator::Operator;
 pub use queue::Wake;
 pub use request::RequestOptions;
 pub use settings::{DEFAULT_LEASE_TTL, HostBuilder, MAX_LEASE_TTL, MIN_LEASE_TTL, default_holder};

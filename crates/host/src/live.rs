@@ -17,6 +17,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use crate::attachments::{Attached, Slot};
 use crate::host::{Host, Request};
+use crate::journal::JournalWriter;
 use crate::lease::BusyPolicy;
 use crate::request::RequestOptions;
 
@@ -165,10 +166,10 @@ impl Host {
             }
         };
         let interrupter = options.interrupter.clone();
-        match Session::start(self.provider(), self.handler(), self.live_options(&record, &run, interrupter.as_ref()))
-            .await
-        {
-            Ok(handle) => (Some(Attached { handle, lease, record, run, interrupter }), Ok(result)),
+        let journal = JournalWriter::start(self.store(), external_id);
+        let live = self.live_options(&record, &run, interrupter.as_ref(), &journal);
+        match Session::start(self.provider(), self.handler(), live).await {
+            Ok(handle) => (Some(Attached { handle, lease, record, run, interrupter, journal }), Ok(result)),
             Err(error) => {
                 // The request is done; the conversation just is not kept attached.
                 tracing::warn!(external_id, %error, "could not keep a conversation attached");
@@ -189,6 +190,7 @@ impl Host {
         if let Err(error) = self.store().save(&attached.record, &attached.lease.lease()).await {
             return (None, Err(error));
         }
+        attached.journal.message(&text, None);
         if let Err(error) = attached.handle.message(text) {
             self.detach(attached, ConversationStatus::Failed).await;
             return (None, Err(error));
@@ -217,6 +219,8 @@ impl Host {
                 Err(error)
             }
         };
+        attached.journal.outcome(&outcome);
+        attached.journal.flush().await;
         match self.store().save(&attached.record, &attached.lease.lease()).await {
             Ok(()) => (Some(attached), outcome),
             Err(error) => (None, Err(error)),

@@ -1,7 +1,7 @@
 //! The provider as a host runs it: the same provider, except that the session id of a connection it opens is
 //! saved in the conversation's record at once, before anything is sent — so a worker that dies mid-request
 //! leaves behind the id the next worker reattaches to — and that a request delivering an inbox message marks it
-//! posted once the loop host took it ([`Posting`]).
+//! posted once the loop host took it ([`Posting`]), and that each turn is written to the conversation's journal.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -13,6 +13,7 @@ use managed_agents_core::{
 };
 use serde_json::Value;
 
+use crate::journal::JournalWriter;
 use crate::posting::Posting;
 
 /// `inner`, saving each opened session's id into `record` (under `lease`).
@@ -23,6 +24,8 @@ pub(crate) struct Opened<'a> {
     pub(crate) record: Mutex<Conversation>,
     /// The inbox message the request delivers, if it delivers one.
     pub(crate) posting: Option<Posting>,
+    /// The request's journal: each turn is written as it is normalized.
+    pub(crate) journal: JournalWriter,
 }
 
 impl Opened<'_> {
@@ -76,7 +79,9 @@ impl Provider for Opened<'_> {
     }
 
     fn normalize(&self, events: &[Event]) -> TurnResult {
-        self.inner.normalize(events)
+        let turn = self.inner.normalize(events);
+        self.journal.turn(&turn);
+        turn
     }
 
     fn text_delta(&self, event: &Event) -> Option<String> {

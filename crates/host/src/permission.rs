@@ -7,11 +7,15 @@ use async_trait::async_trait;
 use managed_agents_core::approval::{ApprovalRequest, Decision, Permission};
 use managed_agents_core::conversation::SessionStore;
 
+use crate::journal::JournalWriter;
+
 /// Wraps the host's permission hook for one conversation.
 pub(crate) struct HostPermission {
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) external_id: String,
     pub(crate) inner: Arc<dyn Permission>,
+    /// The request's journal: each call asked about for the first time, and each deferral.
+    pub(crate) journal: JournalWriter,
 }
 
 #[async_trait]
@@ -34,7 +38,12 @@ impl Permission for HostPermission {
         if let Some(decision) = answer.and_then(|stored| stored.decision) {
             return decision;
         }
+        // Asked for the first time (a call answered from a stored decision was written when it was first asked).
+        self.journal.tool_call(&request.tool_use);
         let decision = self.inner.decide(request).await;
+        if decision == Decision::Defer {
+            self.journal.approval_requested(request);
+        }
         if decision == Decision::Defer
             && let Err(error) = self.store.put_approval(&self.external_id, request).await
         {

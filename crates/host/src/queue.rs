@@ -111,12 +111,7 @@ impl Host {
         message: impl Into<String>,
         metadata: Map<String, Value>,
     ) -> Result<InboxMessage, Error> {
-        if external_id.is_empty() {
-            return Err(Error::invalid_option("external_id", "must not be empty"));
-        }
-        let enqueued = inbox_of(&**self.store())?.enqueue(external_id, &message.into(), &metadata).await?;
-        self.signals().work_arrived();
-        Ok(enqueued)
+        self.operator().enqueue(external_id, &message.into(), &metadata).await
     }
 
     /// Makes conversation `external_id` ready for a worker even with nothing in its inbox — its loop host

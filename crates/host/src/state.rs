@@ -27,5 +27,5 @@ pub(crate) struct HostState {
     pub(crate) keep_attached: Option<Duration>,
     pub(crate) locks: Locks,
     pub(crate) attachments: Attachments,
-    pub(crate) signals: Signals,
+    pub(crate) signals: Arc<Signals>,
 }

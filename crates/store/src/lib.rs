@@ -143,6 +143,8 @@
 mod db;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod inbox;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod journal;
 #[cfg(feature = "postgres")]
 mod postgres_store;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -110,6 +110,7 @@ static APPROVALS: Sql =
 static REMOVE_APPROVAL: Sql = sql!("DELETE FROM conversation_approvals WHERE external_id = $1 AND tool_use_id = $2");
 static DELETE_APPROVALS: Sql = sql!("DELETE FROM conversation_approvals WHERE external_id = $1");
 static DELETE_MESSAGES: Sql = sql!("DELETE FROM inbox_messages WHERE external_id = $1");
+pub(crate) static DELETE_JOURNAL: Sql = sql!("DELETE FROM conversation_journal WHERE external_id = $1");
 
 static RECORDED: Sql = sql!("SELECT entry FROM tool_ledger WHERE session_id = $1 AND tool_use_id = $2");
 /// Records an entry where there is none; changes nothing (0 rows) where there is one.
@@ -198,12 +199,21 @@ fn list_query(filter: &ConversationFilter) -> (String, Vec<Arg>) {
              WHERE m.external_id = c.external_id AND m.key = {key} AND m.value = {value})"
         ));
     }
+    if let Some((created_at_ms, external_id)) = &filter.after {
+        let created = next(Arg::from(*created_at_ms), &mut args);
+        let id = next(Arg::from(external_id), &mut args);
+        let after = if filter.newest_first { "<" } else { ">" };
+        conditions.push(format!("(c.created_at_ms, c.external_id) {after} ({created}, {id})"));
+    }
     let mut query = format!("SELECT {CONVERSATION_COLUMNS} FROM conversations c");
     if !conditions.is_empty() {
         query.push_str(" WHERE ");
         query.push_str(&conditions.join(" AND "));
     }
-    query.push_str(" ORDER BY c.created_at_ms, c.external_id");
+    query.push_str(match filter.newest_first {
+        true => " ORDER BY c.created_at_ms DESC, c.external_id DESC",
+        false => " ORDER BY c.created_at_ms, c.external_id",
+    });
     if let Some(limit) = filter.limit {
         let limit = next(Arg::from(i64::try_from(limit).unwrap_or(i64::MAX)), &mut args);
         query.push_str(&format!(" LIMIT {limit}"));
@@ -338,6 +348,7 @@ impl SessionStore for SqlStore {
         transaction.execute(OPERATION, self.sql(&DELETE_METADATA), args![external_id]).await?;
         transaction.execute(OPERATION, self.sql(&DELETE_APPROVALS), args![external_id]).await?;
         transaction.execute(OPERATION, self.sql(&DELETE_MESSAGES), args![external_id]).await?;
+        transaction.execute(OPERATION, self.sql(&DELETE_JOURNAL), args![external_id]).await?;
         transaction.commit(OPERATION).await?;
         Ok(removed > 0)
     }

@@ -15,18 +15,20 @@ static PROVISION: Component = Component {
 };
 
 /// The session store's tables: conversations, leases, approvals, the tool ledger; then (2) each conversation's
-/// model configuration; then (3) the inbox.
+/// model configuration; then (3) the inbox; then (4) the journal.
 static SESSIONS: Component = Component {
     name: "sessions",
     sqlite: &[
         include_str!("../migrations/sqlite/sessions/0001_conversations.sql"),
         include_str!("../migrations/sqlite/sessions/0002_model_config.sql"),
         include_str!("../migrations/sqlite/sessions/0003_inbox.sql"),
+        include_str!("../migrations/sqlite/sessions/0004_journal.sql"),
     ],
     postgres: &[
         include_str!("../migrations/postgres/sessions/0001_conversations.sql"),
         include_str!("../migrations/postgres/sessions/0002_model_config.sql"),
         include_str!("../migrations/postgres/sessions/0003_inbox.sql"),
+        include_str!("../migrations/postgres/sessions/0004_journal.sql"),
     ],
 };
 
@@ -49,7 +51,7 @@ impl SqlStore {
     }
 }
 
-/// Implements `ProvisionStore`, `ToolLedger`, `SessionStore` and `Inbox` for `$store` by passing every call to
+/// Implements `ProvisionStore`, `ToolLedger`, `SessionStore`, `Inbox` and `Journal` for `$store` by passing every call to
 /// its `inner: SqlStore`.
 macro_rules! delegate_stores {
     ($store:ty) => {
@@ -174,6 +176,40 @@ macro_rules! delegate_stores {
             }
             fn inbox(&self) -> Option<&dyn managed_agents_core::inbox::Inbox> {
                 Some(self)
+            }
+            fn journal(&self) -> Option<&dyn managed_agents_core::journal::Journal> {
+                Some(self)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl managed_agents_core::journal::Journal for $store {
+            async fn append(
+                &self,
+                external_id: &str,
+                kind: managed_agents_core::journal::EntryKind,
+                data: &serde_json::Value,
+            ) -> Result<managed_agents_core::journal::JournalEntry, managed_agents_core::Error> {
+                self.inner.append(external_id, kind, data).await
+            }
+            async fn entries_after(
+                &self,
+                external_id: &str,
+                after: i64,
+                limit: usize,
+            ) -> Result<Vec<managed_agents_core::journal::JournalEntry>, managed_agents_core::Error> {
+                self.inner.entries_after(external_id, after, limit).await
+            }
+            async fn entries_before(
+                &self,
+                external_id: &str,
+                before: Option<i64>,
+                limit: usize,
+            ) -> Result<Vec<managed_agents_core::journal::JournalEntry>, managed_agents_core::Error> {
+                self.inner.entries_before(external_id, before, limit).await
+            }
+            async fn clear(&self, external_id: &str) -> Result<u64, managed_agents_core::Error> {
+                self.inner.clear(external_id).await
             }
         }
 

@@ -399,7 +399,7 @@ async fn a_database_of_the_first_session_schema_is_upgraded() {
         .fetch_one(&mut connection)
         .await
         .expect("the version");
-    assert_eq!(version, 3, "upgraded through the model configuration (2) and the inbox (3)");
+    assert_eq!(version, 4, "upgraded through the model configuration (2), the inbox (3) and the journal (4)");
     connection.close().await.expect("close");
 
     let lease = store.acquire("old", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");

@@ -199,7 +199,7 @@ mod checks {
                     .fetch_all(&mut connection)
                     .await
                     .expect("versions");
-            assert_eq!(versions, [("provision".to_string(), 1), ("sessions".to_string(), 3)]);
+            assert_eq!(versions, [("provision".to_string(), 1), ("sessions".to_string(), 4)]);
         })
         .await;
     }
@@ -400,7 +400,7 @@ mod checks {
                     .fetch_one(&mut connection)
                     .await
                     .expect("the version");
-            assert_eq!(version, 3, "upgraded through the model configuration (2) and the inbox (3)");
+            assert_eq!(version, 4, "upgraded through the model configuration (2), the inbox (3) and the journal (4)");
 
             let lease = store.acquire("old", "worker", Duration::from_secs(600)).await.expect("acquire").expect("free");
             let mut updated = old.clone();
