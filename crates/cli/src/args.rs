@@ -138,6 +138,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the operator console: the conversations of a store, each one's timeline live, and the tool calls
+    /// waiting for approval, in a browser and as a JSON API. Sign in with MANAGED_AGENTS_CONSOLE_TOKEN (from the
+    /// environment only). The workers that run the conversations pick the answers up.
+    Serve {
+        /// Where to listen (loopback unless told otherwise).
+        #[arg(long, default_value = "127.0.0.1:7878", value_name = "ADDRESS")]
+        bind: std::net::SocketAddr,
+        /// The store: a postgres:// URL or an SQLite file (default: MANAGED_AGENTS_DB, the file `run` keeps).
+        #[arg(long, value_name = "URL_OR_FILE")]
+        store: Option<String>,
+        /// Refuse every change: no approvals, messages or terminations.
+        #[arg(long)]
+        read_only: bool,
+    },
 }
 
 /// `managed-agents sessions …`.
@@ -220,7 +234,7 @@ impl Command {
                 options.output() != Output::Text
             }
             Self::Sessions { json, .. } | Self::Agents { json, .. } | Self::Worker { json, .. } => *json,
-            Self::Config { .. } | Self::Recording { .. } => false,
+            Self::Config { .. } | Self::Recording { .. } | Self::Serve { .. } => false,
         }
     }
 }

@@ -18,6 +18,7 @@ mod recordings;
 mod requests;
 mod retries;
 mod screen;
+mod serve;
 mod signals;
 mod terminal;
 mod tools;
@@ -137,6 +138,7 @@ async fn dispatch(command: Command) -> Result<u8, BoxError> {
             let settings = worker::Settings { environment_id, workdir, concurrency, max_idle, shutdown_deadline };
             worker::run(settings, once, json).await
         }
+        Command::Serve { bind, store, read_only } => serve::run(serve::Settings { bind, store, read_only }).await,
     }
 }
 

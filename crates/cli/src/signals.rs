@@ -95,3 +95,35 @@ impl Presses {
         }
     }
 }
+
+/// SIGTERM and Ctrl-C, as they come (for commands that stop on either: `worker`, `serve`).
+#[cfg(unix)]
+pub struct StopSignals {
+    term: Option<tokio::signal::unix::Signal>,
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+#[cfg(unix)]
+impl StopSignals {
+    /// Starts listening for both.
+    pub fn listen() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Self { term: signal(SignalKind::terminate()).ok(), interrupt: signal(SignalKind::interrupt()).ok() }
+    }
+
+    /// The next SIGTERM or SIGINT.
+    pub async fn next(&mut self) {
+        async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = one(&mut self.term) => {}
+            () = one(&mut self.interrupt) => {}
+        }
+    }
+}

@@ -24,6 +24,7 @@ mod enabled {
     use super::Settings;
     use crate::loop_host::env_value;
     use crate::outcome::{EXIT_COMPLETED, EXIT_INTERRUPTED, Hinted, UsageError};
+    use crate::signals::StopSignals;
 
     /// Builds the worker and serves until SIGTERM or Ctrl-C (or one item, with `once`); returns the exit code.
     /// Each item is printed as it ends. A second signal while draining quits at once (130), abandoning what runs.
@@ -55,7 +56,7 @@ mod enabled {
                 worker.worker_id()
             );
         }
-        let mut signals = Signals::listen();
+        let mut signals = StopSignals::listen();
         if once {
             tokio::select! {
                 served = worker.run_one() => {
@@ -66,7 +67,7 @@ mod enabled {
                 () = signals.next() => return Ok(EXIT_INTERRUPTED),
             }
         } else {
-            let mut second = Signals::listen();
+            let mut second = StopSignals::listen();
             let serving = worker.run_until(async {
                 signals.next().await;
                 if !json {
@@ -88,35 +89,6 @@ mod enabled {
             eprintln!("served {} work item(s), {} tool call(s)", stats.claimed, stats.tool_calls);
         }
         Ok(EXIT_COMPLETED)
-    }
-
-    /// SIGTERM and Ctrl-C, as they come.
-    struct Signals {
-        term: Option<tokio::signal::unix::Signal>,
-        interrupt: Option<tokio::signal::unix::Signal>,
-    }
-
-    impl Signals {
-        fn listen() -> Self {
-            use tokio::signal::unix::{SignalKind, signal};
-            Self { term: signal(SignalKind::terminate()).ok(), interrupt: signal(SignalKind::interrupt()).ok() }
-        }
-
-        /// The next SIGTERM or SIGINT.
-        async fn next(&mut self) {
-            async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
-                match signal {
-                    Some(signal) => {
-                        signal.recv().await;
-                    }
-                    None => std::future::pending().await,
-                }
-            }
-            tokio::select! {
-                () = one(&mut self.term) => {}
-                () = one(&mut self.interrupt) => {}
-            }
-        }
     }
 
     /// Set on the worker once it re-executed itself with the key on its standard input.

@@ -6,6 +6,7 @@ mod agents;
 mod json;
 mod recordings;
 mod run;
+mod serve;
 mod sessions;
 mod settings;
 mod support;
