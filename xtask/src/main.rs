@@ -34,6 +34,7 @@ const LIBRARIES: &[&str] = &[
     "managed-agents",
     "managed-agents-store",
     "managed-agents-host",
+    "managed-agents-console",
     "managed-agents-mcp",
     "managed-agents-cli", // the `managed-agents` binary: checked alone and per feature like the libraries
 ];
@@ -48,6 +49,7 @@ const PUBLISHED_LIBRARIES: &[&str] = &[
     "managed-agents-agentcore",
     "managed-agents-store",
     "managed-agents-host",
+    "managed-agents-console",
     "managed-agents-mcp",
     "managed-agents",
 ];

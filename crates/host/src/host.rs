@@ -170,14 +170,14 @@ impl Host {
         self.inner.store.list(filter).await
     }
 
-    /// Ends conversation `external_id`: it takes no more messages (its record stays). Takes the lease, so it
+    /// Ends conversation `external_id`: it takes no more messages (its record and journal stay). Takes the lease, so it
     /// waits for (or is refused by) a request in flight.
     pub async fn terminate(&self, external_id: &str) -> Result<(), Error> {
         self.close(external_id, ConversationStatus::Terminated).await
     }
 
-    /// Deletes conversation `external_id`: it takes no more messages, its transcript and pending approvals are
-    /// dropped (the record stays, marked deleted). Takes the lease like [`Host::terminate`].
+    /// Deletes conversation `external_id`: it takes no more messages, its transcript, pending approvals and
+    /// journal are dropped (the record stays, marked deleted). Takes the lease like [`Host::terminate`].
     pub async fn delete(&self, external_id: &str) -> Result<(), Error> {
         self.close(external_id, ConversationStatus::Deleted).await
     }

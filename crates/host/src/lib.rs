@@ -167,8 +167,18 @@
 //! ## Lookup and management
 //!
 //! [`Host::conversation`], [`Host::list`] (by status, provider, metadata given with [`Host::send_with`]),
-//! [`Host::terminate`] and [`Host::delete`] (which also drops the transcript and
-//! the pending approvals), the last two under the lease.
+//! [`Host::terminate`] and [`Host::delete`] (which also drops the transcript, the pending approvals and the
+//! journal), the last two under the lease.
+//!
+//! ## The journal, and operators
+//!
+//! Each request writes what happens to its conversation's journal, when the store keeps one
+//! ([`SessionStore::journal`](managed_agents_core::conversation::SessionStore::journal)): the message, each turn's
+//! text and usage, each call with its arguments the first time it is decided, each answer as recorded, the
+//! approvals asked and answered, and how the request ended — for people to read or follow live
+//! (`managed-agents-console`). It is never read back by the host, and a write that fails never fails a request.
+//! An [`Operator`] answers approvals, enqueues messages and ends conversations from any process without a
+//! provider ([`Host::operator`] gives one that wakes this host's workers at once).
 
 mod attachments;
 mod host;
