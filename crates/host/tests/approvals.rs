@@ -157,4 +157,24 @@ async fn answered_from_a_new_host(place: Place, emulated: Emulated, allow: bool)
     assert_eq!(runs.load(Ordering::SeqCst), usize::from(allow), "the tool runs only when allowed, once");
     assert!(second.pending_approvals(&id).await.unwrap().is_empty());
     assert_eq!(second.conversation(&id).await.unwrap().unwrap().status, ConversationStatus::Idle);
+
+    // The journal tells the story, across both hosts; a deleted conversation's goes with it.
+    let journal = second.store().journal().expect("every store here keeps a journal");
+    let entries = journal.entries_after(&id, 0, 100).await.unwrap();
+    let story: Vec<&str> = entries.iter().map(|entry| entry.kind.as_str()).filter(|kind| *kind != "turn").collect();
+    assert_eq!(story, ["message", "tool_call", "approval_requested", "approval_decided", "tool_result", "reply"]);
+    let find = |kind: &str| entries.iter().find(|entry| entry.kind.as_str() == kind).expect(kind).data.clone();
+    assert_eq!(find("message")["text"], "do the dangerous thing");
+    assert_eq!(find("tool_call")["input"], json!({"target": "prod"}));
+    assert_eq!(find("approval_decided")["decision"], if allow { "allow" } else { "deny" });
+    assert_eq!(find("tool_result")["text"], expected_text(allow));
+    assert_eq!(find("tool_result")["is_error"], !allow);
+    assert_eq!(find("reply")["text"], "finished");
+    assert!(entries.iter().any(|entry| entry.kind.as_str() == "turn" && entry.data["text"] == "finished"));
+    second.delete(&id).await.expect("delete");
+    assert!(journal.entries_after(&id, 0, 100).await.unwrap().is_empty(), "deleting drops the journal");
+}
+
+fn expected_text(allow: bool) -> &'static str {
+    if allow { "danger ran on prod" } else { "not in production" }
 }
