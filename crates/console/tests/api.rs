@@ -1,14 +1,66 @@
 //! The console's JSON API on a real store with a real worker (see `support`): authentication, CSRF, read-only
-//! mode, paging and filters, the live feed, and an approval answered through the API resuming its conversation.
+//! mode, paging and filters, the live feed, and an approval answered through the API resuming its conversation —
+//! each on an SQLite file and on PostgreSQL.
 
 mod support;
+
+use std::future::Future;
+use std::pin::Pin;
 
 use std::time::Duration;
 
 use hyper::{Method, StatusCode};
 use managed_agents_core::conversation::{Conversation, ConversationStatus};
 use serde_json::{Value, json};
-use support::{Auth, ConsoleClient, Feed, MARKUP_RESULT, Rig, TOKEN, deploy_script};
+use support::{Auth, ConsoleClient, Feed, MARKUP_RESULT, Rig, StoreKind, TOKEN, deploy_script};
+
+use libtest_mimic::{Arguments, Trial};
+
+type Case = fn(StoreKind) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Every case, run on an SQLite file and on PostgreSQL (listed as ignored, with the reason, without a server).
+const CASES: &[(&str, Case)] = &[
+    ("every_route_refuses_a_caller_without_the_token", |kind| {
+        Box::pin(every_route_refuses_a_caller_without_the_token(kind))
+    }),
+    ("a_wrong_sign_in_is_refused_and_a_right_one_starts_a_strict_http_only_session", |kind| {
+        Box::pin(a_wrong_sign_in_is_refused_and_a_right_one_starts_a_strict_http_only_session(kind))
+    }),
+    ("a_browsers_changes_need_its_csrf_token_and_its_own_origin", |kind| {
+        Box::pin(a_browsers_changes_need_its_csrf_token_and_its_own_origin(kind))
+    }),
+    ("a_read_only_console_shows_everything_and_changes_nothing", |kind| {
+        Box::pin(a_read_only_console_shows_everything_and_changes_nothing(kind))
+    }),
+    ("conversations_are_listed_newest_first_filtered_and_paged", |kind| {
+        Box::pin(conversations_are_listed_newest_first_filtered_and_paged(kind))
+    }),
+    ("an_approval_answered_through_the_api_resumes_the_conversation_and_the_feed_shows_it", |kind| {
+        Box::pin(an_approval_answered_through_the_api_resumes_the_conversation_and_the_feed_shows_it(kind))
+    }),
+    ("a_denial_with_a_message_reaches_the_model_and_a_terminated_conversation_takes_no_message", |kind| {
+        Box::pin(a_denial_with_a_message_reaches_the_model_and_a_terminated_conversation_takes_no_message(kind))
+    }),
+];
+
+fn main() {
+    let mut trials = Vec::new();
+    for kind in [StoreKind::Sqlite, StoreKind::Postgres] {
+        for (name, case) in CASES {
+            let case = *case;
+            let trial = Trial::test(format!("{}::{name}", kind.label()), move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+                runtime.block_on(case(kind));
+                Ok(())
+            });
+            trials.push(match kind.unavailable() {
+                Some(reason) => trial.with_ignored_flag(true).with_kind(reason),
+                None => trial,
+            });
+        }
+    }
+    libtest_mimic::run(&Arguments::from_args(), trials).exit();
+}
 
 fn bearer() -> Auth {
     Auth::Bearer(TOKEN.to_string())
@@ -27,9 +79,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/conversations/c1/terminate"),
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_route_refuses_a_caller_without_the_token() {
-    let rig = Rig::start(deploy_script(), false).await;
+async fn every_route_refuses_a_caller_without_the_token(kind: StoreKind) {
+    let rig = Rig::on(kind, deploy_script(), false).await;
     let client = ConsoleClient::new(&rig);
     for (method, path) in ROUTES {
         let method: Method = method.parse().unwrap();
@@ -51,9 +102,8 @@ async fn every_route_refuses_a_caller_without_the_token() {
     assert_eq!(client.get("/api/info", &bearer()).await.json()["read_only"], false);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_sign_in_is_refused_and_a_right_one_starts_a_strict_http_only_session() {
-    let rig = Rig::start(deploy_script(), false).await;
+async fn a_wrong_sign_in_is_refused_and_a_right_one_starts_a_strict_http_only_session(kind: StoreKind) {
+    let rig = Rig::on(kind, deploy_script(), false).await;
     let client = ConsoleClient::new(&rig);
     let form = ("application/x-www-form-urlencoded", "token=not-the-token-at-all-no".to_string());
     let wrong = client.send(Method::POST, "/login", &Auth::None, Some(form)).await;
@@ -79,9 +129,8 @@ async fn a_wrong_sign_in_is_refused_and_a_right_one_starts_a_strict_http_only_se
     assert_eq!(client.get("/api/conversations", &browser).await.status, StatusCode::UNAUTHORIZED);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_browsers_changes_need_its_csrf_token_and_its_own_origin() {
-    let rig = Rig::start(deploy_script(), false).await;
+async fn a_browsers_changes_need_its_csrf_token_and_its_own_origin(kind: StoreKind) {
+    let rig = Rig::on(kind, deploy_script(), false).await;
     let client = ConsoleClient::new(&rig);
     let (cookie, csrf) = client.sign_in().await;
     let origin = format!("http://{}", rig.address);
@@ -111,9 +160,8 @@ async fn a_browsers_changes_need_its_csrf_token_and_its_own_origin() {
     assert_eq!((answer.status, answer.code()), (StatusCode::NOT_FOUND, "not_found".to_string()));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_read_only_console_shows_everything_and_changes_nothing() {
-    let rig = Rig::start(deploy_script(), true).await;
+async fn a_read_only_console_shows_everything_and_changes_nothing(kind: StoreKind) {
+    let rig = Rig::on(kind, deploy_script(), true).await;
     let client = ConsoleClient::new(&rig);
     assert_eq!(client.get("/api/info", &bearer()).await.json()["read_only"], true);
     assert_eq!(client.get("/api/conversations", &bearer()).await.status, StatusCode::OK);
@@ -144,9 +192,8 @@ fn ids(page: &Value) -> Vec<String> {
     page["conversations"].as_array().unwrap().iter().map(|c| c["external_id"].as_str().unwrap().to_string()).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conversations_are_listed_newest_first_filtered_and_paged() {
-    let rig = Rig::start(deploy_script(), false).await;
+async fn conversations_are_listed_newest_first_filtered_and_paged(kind: StoreKind) {
+    let rig = Rig::on(kind, deploy_script(), false).await;
     use ConversationStatus::{Failed, Idle};
     put(&rig, "a", "local", Idle, json!({"team": "support"}), 1_000).await;
     put(&rig, "b", "claude", Failed, json!({"team": "support", "tier": 2}), 2_000).await;
@@ -188,9 +235,8 @@ async fn conversations_are_listed_newest_first_filtered_and_paged() {
     assert_eq!(no_feed.status, StatusCode::NOT_FOUND, "no record and no message: no feed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_approval_answered_through_the_api_resumes_the_conversation_and_the_feed_shows_it() {
-    let rig = Rig::start(deploy_script(), false).await;
+async fn an_approval_answered_through_the_api_resumes_the_conversation_and_the_feed_shows_it(kind: StoreKind) {
+    let rig = Rig::on(kind, deploy_script(), false).await;
     let client = ConsoleClient::new(&rig);
     let sent = client.post_json("/api/conversations/ticket%2F7/messages", &bearer(), json!({"text": "Ship it"})).await;
     assert_eq!(sent.status, StatusCode::ACCEPTED, "{}", sent.text());
@@ -281,9 +327,8 @@ async fn an_approval_answered_through_the_api_resumes_the_conversation_and_the_f
     assert_eq!(turn["seq"], entries[5]["seq"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_denial_with_a_message_reaches_the_model_and_a_terminated_conversation_takes_no_message() {
-    let rig = Rig::start(deploy_script(), false).await;
+async fn a_denial_with_a_message_reaches_the_model_and_a_terminated_conversation_takes_no_message(kind: StoreKind) {
+    let rig = Rig::on(kind, deploy_script(), false).await;
     let client = ConsoleClient::new(&rig);
     client.post_json("/api/conversations/t1/messages", &bearer(), json!({"text": "Ship it"})).await;
     let mut feed = open_feed(&client, "t1").await;

@@ -52,12 +52,61 @@ pub struct Rig {
     _server: oneshot::Sender<()>,
 }
 
+/// The environment variable naming the PostgreSQL server of the PostgreSQL runs (`.ci/run` sets it).
+pub const POSTGRES_URL_ENV: &str = "MANAGED_AGENTS_POSTGRES_URL";
+
+/// Which store a rig keeps its conversations in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// An SQLite file of the rig's own.
+    Sqlite,
+    /// A schema of the rig's own on the PostgreSQL server at [`POSTGRES_URL_ENV`].
+    Postgres,
+}
+
+impl StoreKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+
+    /// Why this kind cannot run here, if it cannot (with `MANAGED_AGENTS_REQUIRE_POSTGRES=1`, a failure instead).
+    pub fn unavailable(self) -> Option<String> {
+        if self == Self::Sqlite || std::env::var(POSTGRES_URL_ENV).is_ok_and(|url| !url.is_empty()) {
+            return None;
+        }
+        if std::env::var("MANAGED_AGENTS_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+            panic!("MANAGED_AGENTS_REQUIRE_POSTGRES=1 but {POSTGRES_URL_ENV} is not set");
+        }
+        Some(format!("{POSTGRES_URL_ENV} is not set (no PostgreSQL to test against)"))
+    }
+
+    async fn open(self, dir: &std::path::Path) -> Arc<dyn SessionStore> {
+        match self {
+            Self::Sqlite => Arc::new(SqliteStore::open(dir.join("console.sqlite3")).await.expect("the store")),
+            Self::Postgres => {
+                let url = std::env::var(POSTGRES_URL_ENV).expect("the PostgreSQL URL");
+                let schema = format!("console_{}_{:08x}", std::process::id(), fastrand::u32(..));
+                let options = managed_agents_store::PostgresOptions::new().schema(schema);
+                Arc::new(managed_agents_store::PostgresStore::connect_with(&url, options).await.expect("PostgreSQL"))
+            }
+        }
+    }
+}
+
 impl Rig {
-    /// A rig whose conversations follow `script`; `read_only` for a console that refuses changes.
+    /// A rig on an SQLite file whose conversations follow `script`; `read_only` for a console that refuses
+    /// changes.
     pub async fn start(script: Script, read_only: bool) -> Self {
+        Self::on(StoreKind::Sqlite, script, read_only).await
+    }
+
+    /// A rig on a store of `kind` (empty: a file or a schema of its own).
+    pub async fn on(kind: StoreKind, script: Script, read_only: bool) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let store: Arc<dyn SessionStore> =
-            Arc::new(SqliteStore::open(dir.path().join("console.sqlite3")).await.expect("the store"));
+        let store = kind.open(dir.path()).await;
         let emulator = LocalEmulator::start(script).await.expect("the emulator");
         let provider = Local::builder()
             .base_url(emulator.base_url())
