@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use hyper::{Method, StatusCode};
+use managed_agents_conformance::{Fault, Script, ScriptTurn};
 use managed_agents_core::conversation::{Conversation, ConversationStatus};
 use serde_json::{Value, json};
 use support::{Auth, ConsoleClient, Feed, MARKUP_RESULT, Rig, StoreKind, TOKEN, deploy_script};
@@ -37,6 +38,9 @@ const CASES: &[(&str, Case)] = &[
     }),
     ("an_approval_answered_through_the_api_resumes_the_conversation_and_the_feed_shows_it", |kind| {
         Box::pin(an_approval_answered_through_the_api_resumes_the_conversation_and_the_feed_shows_it(kind))
+    }),
+    ("a_failed_request_shows_its_error_and_a_reply_its_usage", |kind| {
+        Box::pin(a_failed_request_shows_its_error_and_a_reply_its_usage(kind))
     }),
     ("a_denial_with_a_message_reaches_the_model_and_a_terminated_conversation_takes_no_message", |kind| {
         Box::pin(a_denial_with_a_message_reaches_the_model_and_a_terminated_conversation_takes_no_message(kind))
@@ -366,6 +370,40 @@ async fn a_denial_with_a_message_reaches_the_model_and_a_terminated_conversation
     let unknown =
         client.post_json("/api/conversations/t1/messages", &bearer(), json!({"text": "x", "colour": 1})).await;
     assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
+}
+
+async fn a_failed_request_shows_its_error_and_a_reply_its_usage(kind: StoreKind) {
+    let script = Script::new()
+        .turn(ScriptTurn::text("Hello.").with_usage(12, 34))
+        .turn(ScriptTurn::text("Never said.").with_fault(Fault::HttpError { status: 400, retry_after: None }));
+    let rig = Rig::on(kind, script, false).await;
+    let client = ConsoleClient::new(&rig);
+    client.post_json("/api/conversations/f1/messages", &bearer(), json!({"text": "Hi"})).await;
+    let mut feed = open_feed(&client, "f1").await;
+    let (reply, _) = feed.until_entry("reply").await;
+    assert_eq!(
+        (reply["data"]["usage"]["input_tokens"].as_u64(), reply["data"]["usage"]["output_tokens"].as_u64()),
+        (Some(12), Some(34))
+    );
+    client.post_json("/api/conversations/f1/messages", &bearer(), json!({"text": "And?"})).await;
+    let (failure, passed) = feed.until_entry("failure").await;
+    assert_eq!(
+        passed.iter().map(|entry| entry["kind"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["message"],
+        "{passed:?}"
+    );
+    let error = failure["data"]["error"].as_str().unwrap();
+    assert!(error.contains("400"), "the loop host's refusal, in words: {error}");
+    let summary = loop {
+        let event = feed.next().await;
+        if event.name == "conversation" && event.data["status"] == "failed" {
+            break event.data;
+        }
+    };
+    assert_eq!(summary["last_error"].as_str(), Some(error), "the record says the same");
+    let messages = client.get("/api/conversations/f1", &bearer()).await.json()["messages"].clone();
+    assert_eq!(messages[0]["reply"], "Hello.");
+    assert_eq!((messages[1]["state"].as_str(), messages[1]["error"].as_str()), (Some("failed"), Some(error)));
 }
 
 /// Opens `external_id`'s feed.
