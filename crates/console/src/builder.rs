@@ -121,3 +121,33 @@ impl ConsoleBuilder {
         Ok(Console { inner: Arc::new(state) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use managed_agents_core::conversation::MemorySessionStore;
+
+    use super::*;
+
+    fn operator() -> Operator {
+        Operator::new(Arc::new(MemorySessionStore::new()))
+    }
+
+    #[test]
+    fn the_token_never_shows_and_a_short_one_is_refused() {
+        let console = Console::builder(operator(), "a-secret-console-token").build().expect("a console");
+        let shown = format!("{console:?}");
+        assert!(!shown.contains("a-secret-console-token"), "{shown}");
+        let builder = format!("{:?}", Console::builder(operator(), "a-secret-console-token"));
+        assert!(!builder.contains("a-secret-console-token"), "{builder}");
+        let short = Console::builder(operator(), "short").build().unwrap_err();
+        assert!(matches!(short, Error::InvalidOption { option: "token", .. }), "{short}");
+    }
+
+    #[test]
+    fn the_feed_poll_is_kept_within_its_range() {
+        let fast = Console::builder(operator(), "a-secret-console-token").feed_poll(Duration::ZERO).build().unwrap();
+        assert_eq!(fast.inner.feed_poll, FEED_POLL_RANGE.0);
+        let slow = Console::builder(operator(), "a-secret-console-token").feed_poll(Duration::MAX).build().unwrap();
+        assert_eq!(slow.inner.feed_poll, FEED_POLL_RANGE.1);
+    }
+}
