@@ -419,13 +419,16 @@ pub async fn list_filters<S: SessionStore + ?Sized>(store: &S) {
     assert_eq!(Some(&full[0]), store.load("c-b").await.expect("load").as_ref(), "list returns whole records");
 }
 
-/// A journal (when the store keeps one: a store without returns `None` from `journal()` and passes) numbers its
-/// entries in append order across conversations, reads them per conversation after or before a number, oldest
+/// A journal (when the store keeps one: a store without returns `None` from `journal()` and passes) is announced
+/// as a change on each append made through it (when the store announces changes at all), numbers its entries in append order across
+/// conversations, reads them per conversation after or before a number, oldest
 /// first, within the limit, keeps each entry's kind and data, and forgets one conversation's entries on
 /// `clear` and on `purge`.
 pub async fn journal_reads_in_order<S: SessionStore + ?Sized>(store: &S) {
     use managed_agents_core::journal::EntryKind;
     let Some(journal) = store.journal() else { return };
+    // A store that announces changes announces each append made through it, with its conversation.
+    let mut notices = store.changes();
     let mut appended = Vec::new();
     for (external_id, kind, data) in [
         ("c1", EntryKind::Message, json!({"text": "hello <b>", "message_id": null})),
@@ -437,6 +440,11 @@ pub async fn journal_reads_in_order<S: SessionStore + ?Sized>(store: &S) {
         assert_eq!((entry.external_id.as_str(), entry.kind, &entry.data), (external_id, kind, &data));
         assert!(entry.at_ms > NOT_NOW_MS, "the store sets the time");
         appended.push(entry);
+    }
+    if let Some(notices) = &mut notices {
+        for entry in &appended {
+            heard(notices, &entry.external_id).await;
+        }
     }
     let seqs: Vec<i64> = appended.iter().map(|entry| entry.seq).collect();
     assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "numbers grow with every append: {seqs:?}");
@@ -452,10 +460,28 @@ pub async fn journal_reads_in_order<S: SessionStore + ?Sized>(store: &S) {
     assert_eq!(journal.entries_after("c2", 0, 100).await.expect("after"), vec![]);
     assert_eq!(journal.entries_after("c1", 0, 100).await.expect("after").len(), 3, "others keep theirs");
     put_conversation(store, "c1", "claude", ConversationStatus::Idle, json!({}), 1_000).await;
+    if let Some(notices) = &mut notices {
+        heard(notices, "c1").await;
+    }
     store.purge("c1").await.expect("purge");
     assert_eq!(journal.entries_after("c1", 0, 100).await.expect("after"), vec![], "a purge removes the journal");
     let later = journal.append("c1", EntryKind::Message, &json!({"text": "again"})).await.expect("append");
     assert!(later.seq > seqs[3], "numbers keep growing after a clear");
+}
+
+/// Waits (ten seconds at most) for a notice of a change to `external_id`, passing over others: notices come in
+/// order, and a store that also hears other processes may announce more.
+async fn heard(notices: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<str>>, external_id: &str) {
+    let heard = async {
+        loop {
+            match notices.recv().await {
+                Ok(notice) if *notice == *external_id => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(error) => panic!("the notices ended: {error}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), heard).await.expect("each change announced");
 }
 
 fn approval_request(tool_use: ToolUse) -> ApprovalRequest {

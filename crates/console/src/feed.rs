@@ -3,13 +3,16 @@
 //! and its record whenever it changes. A conversation whose first message waits in the inbox can be followed
 //! before a worker creates it.
 //!
-//! The feed reads the store every [`ConsoleBuilder::feed_poll`](crate::ConsoleBuilder::feed_poll): the journal
-//! is written by whichever process runs the request, so the store is the one place every write is seen.
+//! The feed reads the store when the store announces a change to the conversation
+//! ([`SessionStore::changes`](managed_agents_core::conversation::SessionStore::changes): at once for changes made in this process, and from every process on PostgreSQL
+//! through `LISTEN`/`NOTIFY`), and at the latest every [`ConsoleBuilder::feed_poll`](crate::ConsoleBuilder::feed_poll):
+//! the journal is written by whichever process runs the request, and an SQLite store cannot hear the others.
 //! Entries carry their number as the event id: a browser that reconnects sends `Last-Event-ID` and misses
 //! nothing.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -18,6 +21,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use managed_agents_core::journal::Journal;
 use serde::Deserialize;
+use tokio::sync::broadcast;
 
 use crate::builder::Console;
 use crate::problem::Problem;
@@ -40,6 +44,8 @@ struct Feed {
     shown: Option<(String, i64)>,
     ready: VecDeque<Event>,
     first: bool,
+    /// The store's notices of appends, when it has them.
+    notices: Option<broadcast::Receiver<Arc<str>>>,
 }
 
 /// `GET /api/conversations/{id}/events`.
@@ -61,14 +67,16 @@ pub(crate) async fn events(
     if !expected && store.load(&external_id).await?.is_none() {
         return Err(Problem::not_found(format!("there is no conversation `{external_id}`")));
     }
-    let feed = Feed { console, external_id, after, shown: None, ready: VecDeque::new(), first: true };
+    // Listening before the first read, so that no append falls between the two.
+    let notices = store.changes();
+    let feed = Feed { console, external_id, after, shown: None, ready: VecDeque::new(), first: true, notices };
     let stream = futures_util::stream::unfold(feed, |mut feed| async move {
         loop {
             if let Some(event) = feed.ready.pop_front() {
                 return Some((Ok(event), feed));
             }
             if !feed.first {
-                tokio::time::sleep(feed.console.inner.feed_poll).await;
+                feed.wait().await;
             }
             feed.first = false;
             feed.look().await;
@@ -105,6 +113,32 @@ impl Feed {
             if self.shown.as_ref() != Some(&now) {
                 self.shown = Some(now);
                 self.push("conversation", None, &views::conversation(&record));
+            }
+        }
+    }
+
+    /// Until the store announces a change to this conversation (or falls behind, or stops announcing), or the
+    /// poll interval passes.
+    async fn wait(&mut self) {
+        let poll = tokio::time::sleep(self.console.inner.feed_poll);
+        let Some(notices) = &mut self.notices else { return poll.await };
+        let external_id = self.external_id.as_str();
+        let announced = async {
+            loop {
+                match notices.recv().await {
+                    Ok(id) if &*id == external_id => return true,
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => return true,
+                    Err(broadcast::error::RecvError::Closed) => return false,
+                }
+            }
+        };
+        tokio::select! {
+            () = poll => {}
+            open = announced => {
+                if !open {
+                    self.notices = None;
+                }
             }
         }
     }

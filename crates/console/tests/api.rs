@@ -257,6 +257,8 @@ async fn an_approval_answered_through_the_api_resumes_the_conversation_and_the_f
     assert_eq!(before[0]["data"]["message_id"], message_id);
     assert_eq!(before[1]["data"]["input"], json!({"target": "prod", "note": "<i>now</i>"}));
 
+    // The record says so once the request stopped for the approval.
+    feed.until_status("awaiting_approval").await;
     let waiting = client.get("/api/approvals", &bearer()).await.json();
     let approvals = waiting["approvals"].as_array().unwrap();
     assert_eq!(approvals.len(), 1, "{waiting}");
@@ -291,12 +293,7 @@ async fn an_approval_answered_through_the_api_resumes_the_conversation_and_the_f
     assert_eq!(between[1]["data"]["text"], MARKUP_RESULT);
     assert_eq!(between[1]["data"]["is_error"], false);
     assert_eq!(reply["data"]["text"], "Deployed to prod.");
-    let done = loop {
-        let event = feed.next().await;
-        if event.name == "conversation" && event.data["status"] == "idle" {
-            break event.data;
-        }
-    };
+    let done = feed.until_status("idle").await;
     assert_eq!(done["requests"], 1);
     assert!(client.get("/api/approvals", &bearer()).await.json()["approvals"].as_array().unwrap().is_empty());
 
@@ -350,12 +347,7 @@ async fn a_denial_with_a_message_reaches_the_model_and_a_terminated_conversation
     assert_eq!(result["data"]["is_error"], true);
     assert!(result["data"]["text"].as_str().unwrap().contains("not on a Friday"), "{result}");
     feed.until_entry("reply").await;
-    loop {
-        let event = feed.next().await;
-        if event.name == "conversation" && event.data["status"] == "idle" {
-            break;
-        }
-    }
+    feed.until_status("idle").await;
     let ended = client.send(Method::POST, "/api/conversations/t1/terminate", &bearer(), None).await;
     assert_eq!(ended.status, StatusCode::OK, "{}", ended.text());
     assert_eq!(ended.json()["conversation"]["status"], "terminated");
@@ -394,12 +386,7 @@ async fn a_failed_request_shows_its_error_and_a_reply_its_usage(kind: StoreKind)
     );
     let error = failure["data"]["error"].as_str().unwrap();
     assert!(error.contains("400"), "the loop host's refusal, in words: {error}");
-    let summary = loop {
-        let event = feed.next().await;
-        if event.name == "conversation" && event.data["status"] == "failed" {
-            break event.data;
-        }
-    };
+    let summary = feed.until_status("failed").await;
     assert_eq!(summary["last_error"].as_str(), Some(error), "the record says the same");
     let messages = client.get("/api/conversations/f1", &bearer()).await.json()["messages"].clone();
     assert_eq!(messages[0]["reply"], "Hello.");

@@ -47,6 +47,7 @@ fn approve_in_the_browser(browser: PathBuf) -> Result<(), Failed> {
         let mut feed = Feed::new(client.open(Method::GET, "/api/conversations/deploy-42/events", &bearer, None).await);
         let (requested, _) = feed.until_entry("approval_requested").await;
         let tool_use_id = requested["data"]["tool_use_id"].as_str().expect("a call id").to_string();
+        feed.until_status("awaiting_approval").await;
 
         let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console-browser");
         let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/drive.py");

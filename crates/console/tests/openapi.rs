@@ -119,6 +119,7 @@ async fn every_answer_matches_the_document() {
         check(&doc, entry_schema, entry, "a feed entry");
     }
     let tool_use_id = requested["data"]["tool_use_id"].as_str().unwrap().to_string();
+    feed.until_status("awaiting_approval").await;
 
     let listed = client.get("/api/conversations?limit=1&status=awaiting_approval&metadata.team=ops", &bearer).await;
     assert_eq!(listed.json()["conversations"][0]["external_id"], "c1", "{}", listed.text());
@@ -141,12 +142,7 @@ async fn every_answer_matches_the_document() {
     for entry in passed.iter().chain([&reply]) {
         check(&doc, entry_schema, entry, "a feed entry");
     }
-    let summary = loop {
-        let event = feed.next().await;
-        if event.name == "conversation" && event.data["status"] == "idle" {
-            break event.data;
-        }
-    };
+    let summary = feed.until_status("idle").await;
     check(&doc, "/components/schemas/ConversationSummary", &summary, "a feed conversation event");
     validate(&doc, "GET", "/api/conversations/{id}", &client.get("/api/conversations/c1?entries=3", &bearer).await);
     validate(

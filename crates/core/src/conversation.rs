@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use tokio::sync::broadcast;
 
 use crate::approval::{ApprovalRequest, Decision};
 use crate::inbox::{Inbox, InboxMessage, InboxStats, MessageState};
@@ -327,7 +328,19 @@ pub trait SessionStore: ToolLedger {
     fn journal(&self) -> Option<&dyn Journal> {
         None
     }
+
+    /// Notices of changes to conversations — a record saved, a journal entry appended — each the external id of
+    /// the conversation that changed: those made through this store (and its clones) in this process, and, for a
+    /// store that hears other processes (PostgreSQL's, through `LISTEN`), theirs too. A notice says "read again",
+    /// never what changed; a receiver that falls behind ([`broadcast::error::RecvError::Lagged`]) reads again
+    /// too. `None` (the default): readers poll.
+    fn changes(&self) -> Option<broadcast::Receiver<Arc<str>>> {
+        None
+    }
 }
+
+/// How many notices a [`SessionStore::changes`] receiver may fall behind before it is told it lagged.
+pub const CHANGE_NOTICES: usize = 1024;
 
 #[async_trait]
 impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
@@ -370,6 +383,9 @@ impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
     fn journal(&self) -> Option<&dyn Journal> {
         (**self).journal()
     }
+    fn changes(&self) -> Option<broadcast::Receiver<Arc<str>>> {
+        (**self).changes()
+    }
 }
 
 /// Milliseconds since the Unix epoch by this process's clock (saturating).
@@ -387,10 +403,18 @@ pub fn duration_ms(duration: Duration) -> i64 {
 /// durability. Its ledger is a [`MemoryLedger`]: it keeps the most recent
 /// [`DEFAULT_MEMORY_LEDGER_CAPACITY`](crate::ledger::DEFAULT_MEMORY_LEDGER_CAPACITY) answers, so an answer older
 /// than that is no longer found (the SQL stores keep every answer).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MemorySessionStore {
     inner: Arc<Mutex<MemoryState>>,
     ledger: MemoryLedger,
+    /// Notices of changes ([`SessionStore::changes`]).
+    changes: broadcast::Sender<Arc<str>>,
+}
+
+impl Default for MemorySessionStore {
+    fn default() -> Self {
+        Self { inner: Arc::default(), ledger: MemoryLedger::default(), changes: broadcast::Sender::new(CHANGE_NOTICES) }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -447,6 +471,11 @@ impl MemorySessionStore {
         Self::default()
     }
 
+    /// Tells this store's readers that `external_id` changed (no one listening is no error).
+    fn announce(&self, external_id: &str) {
+        let _ = self.changes.send(Arc::from(external_id));
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, MemoryState> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -487,6 +516,8 @@ impl SessionStore for MemorySessionStore {
         }
         record.updated_at_ms = now_ms();
         state.conversations.insert(record.external_id.clone(), record);
+        drop(state);
+        self.announce(&conversation.external_id);
         Ok(())
     }
 
@@ -587,6 +618,10 @@ impl SessionStore for MemorySessionStore {
 
     fn journal(&self) -> Option<&dyn Journal> {
         Some(self)
+    }
+
+    fn changes(&self) -> Option<broadcast::Receiver<Arc<str>>> {
+        Some(self.changes.subscribe())
     }
 }
 
@@ -718,6 +753,8 @@ impl Journal for MemorySessionStore {
         state.last_seq = state.last_seq.saturating_add(1);
         let entry = JournalEntry::new(state.last_seq, external_id, kind, data.clone(), now_ms());
         state.journal.insert(entry.seq, entry.clone());
+        drop(state);
+        self.announce(external_id);
         Ok(entry)
     }
 

@@ -8,6 +8,9 @@
 //! [`MemorySessionStore`](crate::conversation::MemorySessionStore) and `managed-agents-store`'s SQLite and
 //! PostgreSQL stores have one.
 //!
+//! A reader that follows a conversation live reads again when the store announces a change to it
+//! ([`SessionStore::changes`](crate::conversation::SessionStore::changes)), or polls.
+//!
 //! Entries are numbered by the store ([`JournalEntry::seq`]): the numbers grow with every append, across all
 //! conversations, so "the entries after `n`" is a cursor a reader keeps. The journal is an account for people,
 //! not a source of truth: the host never reads it back, an entry whose write failed is logged and skipped, and

@@ -98,6 +98,13 @@ async fn a_signed_webhook_wakes_a_parked_conversation(place: Place) {
     let other = ClaudeManagedAgents::builder().base_url(emulator.base_url()).api_key("test-key").build().unwrap();
     let message = json!({"type": "user.message", "content": [{"type": "text", "text": "please run work"}]});
     other.client().send_events(&session_id, vec![message]).await.expect("posted from elsewhere");
+    // The loop host runs that turn on its own time: the webhook below says it parked, so it must have.
+    support::wait_until("the session parked on the call", PATIENCE, || async {
+        let history = emulator.history(&session_id);
+        history.iter().any(|event| event["type"] == "agent.custom_tool_use")
+            && history.last().is_some_and(|event| event["type"] == "session.status_idle")
+    })
+    .await;
     assert_eq!(worker.run_once().await.expect("run once"), 0, "nothing is ready: nobody knows it waits");
 
     let verifier = WebhookVerifier::new(SECRET).expect("the endpoint's secret");

@@ -173,7 +173,9 @@ impl Inbox for SqlStore {
         if transaction.execute(OPERATION, self.sql(&UPDATE_MESSAGE), values).await? != 1 {
             return Err(Error::not_found("message", message.id.to_string()));
         }
-        transaction.commit(OPERATION).await
+        transaction.commit(OPERATION).await?;
+        self.announce(external_id);
+        Ok(())
     }
 
     async fn claim(&self, holder: &str, ttl: Duration, limit: usize) -> Result<Vec<Lease>, Error> {

@@ -1,19 +1,32 @@
 //! The journal on either database: [`Journal`] for [`SqlStore`]. One row an entry, numbered by the database
-//! (`seq`), its data as JSON text; the readers walk the `(external_id, seq)` index in either direction.
+//! (`seq`), its data as JSON text; the readers walk the `(external_id, seq)` index in either direction. An append is
+//! a change (`SessionStore::changes`).
 
 use async_trait::async_trait;
 use managed_agents_core::Error;
 use managed_agents_core::journal::{EntryKind, Journal, JournalEntry, MAX_JOURNAL_PAGE};
 use serde_json::Value;
 
-use crate::db::{Col, Row, Sql, args, corrupt, sql};
+use crate::db::{Col, Row, Sql, args, changes_channel, corrupt, sql};
 use crate::session::{DELETE_JOURNAL, decode, encode, missing};
 use crate::store::SqlStore;
 
-static APPEND: Sql = sql!(
-    "INSERT INTO conversation_journal (external_id, kind, data, at_ms) VALUES ($1, $2, $3, " NOW ") "
-    "RETURNING seq, at_ms"
-);
+/// Appends an entry; on PostgreSQL the same statement notifies the listeners of this schema's journal
+/// (`changes_channel!`), delivered when it commits.
+static APPEND: Sql = Sql {
+    sqlite: concat!(
+        "INSERT INTO conversation_journal (external_id, kind, data, at_ms) VALUES ($1, $2, $3, ",
+        sql!(@sqlite NOW),
+        ") RETURNING seq, at_ms"
+    ),
+    postgres: concat!(
+        "WITH e AS (INSERT INTO conversation_journal (external_id, kind, data, at_ms) VALUES ($1, $2, $3, ",
+        sql!(@postgres NOW),
+        ") RETURNING seq, at_ms), n AS (SELECT pg_notify(",
+        changes_channel!(),
+        ", $1)) SELECT e.seq, e.at_ms FROM e, n"
+    ),
+};
 const ENTRY_COLS: &[Col] = &[Col::Int, Col::Text, Col::Text, Col::Text, Col::Int];
 static AFTER: Sql = sql!(
     "SELECT seq, external_id, kind, data, at_ms FROM conversation_journal "
@@ -51,6 +64,7 @@ impl Journal for SqlStore {
         let row = row.ok_or_else(|| missing(OPERATION, "journal entry number"))?;
         let seq = row.int(0).ok_or_else(|| missing(OPERATION, "journal entry number"))?;
         let at_ms = row.int(1).ok_or_else(|| missing(OPERATION, "journal entry time"))?;
+        self.announce(external_id);
         Ok(JournalEntry::new(seq, external_id, kind, data.clone(), at_ms))
     }
 

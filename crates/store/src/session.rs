@@ -33,7 +33,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::db::{Arg, Col, Row, Sql, Transaction, args, corrupt, sql};
+use crate::db::{Arg, Col, Row, Sql, Transaction, args, changes_channel, corrupt, sql};
 use crate::store::SqlStore;
 
 /// The longest lease handed out (about a hundred years): longer ones are shortened to it, so that "now + ttl"
@@ -110,6 +110,9 @@ static APPROVALS: Sql =
 static REMOVE_APPROVAL: Sql = sql!("DELETE FROM conversation_approvals WHERE external_id = $1 AND tool_use_id = $2");
 static DELETE_APPROVALS: Sql = sql!("DELETE FROM conversation_approvals WHERE external_id = $1");
 static DELETE_MESSAGES: Sql = sql!("DELETE FROM inbox_messages WHERE external_id = $1");
+/// Tells every process's readers that conversation `$1` changed, when the transaction commits (PostgreSQL; SQLite's
+/// other processes cannot be told: nothing).
+static NOTIFY_CHANGE: Sql = Sql { sqlite: "", postgres: concat!("SELECT pg_notify(", changes_channel!(), ", $1)") };
 pub(crate) static DELETE_JOURNAL: Sql = sql!("DELETE FROM conversation_journal WHERE external_id = $1");
 
 static RECORDED: Sql = sql!("SELECT entry FROM tool_ledger WHERE session_id = $1 AND tool_use_id = $2");
@@ -268,6 +271,10 @@ impl SqlStore {
             model_config,
         ];
         transaction.execute(operation, self.sql(&UPSERT), record).await?;
+        let notify = self.sql(&NOTIFY_CHANGE);
+        if !notify.is_empty() {
+            transaction.execute(operation, notify, args![external_id]).await?;
+        }
         transaction.execute(operation, self.sql(&DELETE_METADATA), args![external_id]).await?;
         for (key, value) in &conversation.metadata {
             let entry = args![external_id, key, canonical_json(value)];
@@ -329,7 +336,9 @@ impl SessionStore for SqlStore {
         let mut transaction = self.db.begin(OPERATION).await?;
         self.hold_lease(&mut transaction, OPERATION, &conversation.external_id, lease).await?;
         self.write_conversation(&mut transaction, OPERATION, conversation).await?;
-        transaction.commit(OPERATION).await
+        transaction.commit(OPERATION).await?;
+        self.announce(&conversation.external_id);
+        Ok(())
     }
 
     async fn list(&self, filter: &ConversationFilter) -> Result<Vec<Conversation>, Error> {

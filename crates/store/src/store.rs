@@ -36,13 +36,35 @@ static SESSIONS: Component = Component {
 #[derive(Debug, Clone)]
 pub(crate) struct SqlStore {
     pub(crate) db: Database,
+    /// Notices of changes (`SessionStore::changes`), shared by the clones.
+    pub(crate) changes: tokio::sync::broadcast::Sender<std::sync::Arc<str>>,
+    /// Whether the store listens for other processes' changes already (PostgreSQL).
+    pub(crate) listening: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl SqlStore {
     /// The store on `db`, its tables created or upgraded first (`setup` runs before, under the same lock).
     pub(crate) async fn new(db: Database, setup: Option<&str>) -> Result<Self, Error> {
         migrate(&db, &[&PROVISION, &SESSIONS], setup).await?;
-        Ok(Self { db })
+        let changes = tokio::sync::broadcast::Sender::new(managed_agents_core::conversation::CHANGE_NOTICES);
+        Ok(Self { db, changes, listening: Default::default() })
+    }
+
+    /// Tells this process's readers that `external_id` changed (PostgreSQL tells every process's, through the
+    /// `NOTIFY` of the statement that changed it).
+    pub(crate) fn announce(&self, external_id: &str) {
+        let _ = self.changes.send(std::sync::Arc::from(external_id));
+    }
+
+    /// Notices of changes: this process's, and on PostgreSQL every process's, from the first reader on (a task
+    /// with a connection of its own listens; it ends with the store's pool, or at the first notice after the
+    /// store is gone).
+    pub(crate) fn changes(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<str>> {
+        let notices = self.changes.subscribe();
+        if !self.listening.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.db.listen_for_changes(self.changes.downgrade());
+        }
+        notices
     }
 
     /// `statement` in this database's dialect.
@@ -179,6 +201,9 @@ macro_rules! delegate_stores {
             }
             fn journal(&self) -> Option<&dyn managed_agents_core::journal::Journal> {
                 Some(self)
+            }
+            fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<std::sync::Arc<str>>> {
+                Some(self.inner.changes())
             }
         }
 

@@ -83,15 +83,33 @@ impl StoreKind {
         Some(format!("{POSTGRES_URL_ENV} is not set (no PostgreSQL to test against)"))
     }
 
-    async fn open(self, dir: &std::path::Path) -> Arc<dyn SessionStore> {
+    /// A new store of this kind: an SQLite file in `dir`, or a PostgreSQL schema of its own.
+    async fn create(self, dir: &std::path::Path) -> (Arc<dyn SessionStore>, String) {
+        let place = match self {
+            Self::Sqlite => dir.join("console.sqlite3").display().to_string(),
+            Self::Postgres => format!("console_{}_{:08x}", std::process::id(), fastrand::u32(..)),
+        };
+        (self.open(&place).await, place)
+    }
+
+    /// The store at `place` (as [`StoreKind::create`] made it), connected anew: what another process opens.
+    async fn open(self, place: &str) -> Arc<dyn SessionStore> {
         match self {
-            Self::Sqlite => Arc::new(SqliteStore::open(dir.join("console.sqlite3")).await.expect("the store")),
+            Self::Sqlite => Arc::new(SqliteStore::open(place).await.expect("the store")),
             Self::Postgres => {
                 let url = std::env::var(POSTGRES_URL_ENV).expect("the PostgreSQL URL");
-                let schema = format!("console_{}_{:08x}", std::process::id(), fastrand::u32(..));
-                let options = managed_agents_store::PostgresOptions::new().schema(schema);
+                let options = managed_agents_store::PostgresOptions::new().schema(place);
                 Arc::new(managed_agents_store::PostgresStore::connect_with(&url, options).await.expect("PostgreSQL"))
             }
+        }
+    }
+
+    /// How often the console's feeds read the store: soon on SQLite, whose other processes' appends are seen
+    /// only so; never (in a test's time) on PostgreSQL, whose notices must bring every entry.
+    fn feed_poll(self) -> Duration {
+        match self {
+            Self::Sqlite => Duration::from_millis(25),
+            Self::Postgres => Duration::from_secs(60),
         }
     }
 }
@@ -106,7 +124,7 @@ impl Rig {
     /// A rig on a store of `kind` (empty: a file or a schema of its own).
     pub async fn on(kind: StoreKind, script: Script, read_only: bool) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let store = kind.open(dir.path()).await;
+        let (store, place) = kind.create(dir.path()).await;
         let emulator = LocalEmulator::start(script).await.expect("the emulator");
         let provider = Local::builder()
             .base_url(emulator.base_url())
@@ -132,10 +150,11 @@ impl Rig {
                 })
                 .await
         });
-        // The console has an operator of its own, as `managed-agents serve` in another process would.
-        let console = Console::builder(Operator::new(Arc::clone(&store)), TOKEN)
+        // The console has a store connection and an operator of its own, as `managed-agents serve` in another
+        // process would: what it shows of the worker's requests comes through the database.
+        let console = Console::builder(Operator::new(kind.open(&place).await), TOKEN)
             .read_only(read_only)
-            .feed_poll(Duration::from_millis(25))
+            .feed_poll(kind.feed_poll())
             .build()
             .expect("the console");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
@@ -325,6 +344,19 @@ impl Feed {
             let frame = self.body.frame().await.expect("the feed goes on").expect("a frame");
             if let Ok(data) = frame.into_data() {
                 self.buffer.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    }
+
+    /// The next `conversation` event whose record has `status` (passing over the rest): its record.
+    pub async fn until_status(&mut self, status: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let Ok(event) = tokio::time::timeout_at(deadline, self.next_event()).await else {
+                panic!("the conversation never became {status}");
+            };
+            if event.name == "conversation" && event.data["status"] == status {
+                return event.data;
             }
         }
     }

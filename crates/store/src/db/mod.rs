@@ -79,6 +79,16 @@ macro_rules! sql {
 }
 pub(crate) use sql;
 
+/// The `NOTIFY` channel of this schema's changes (`SessionStore::changes`), as an SQL expression: a channel per
+/// schema, so stores in other schemas of the database are not woken; hashed, as a schema name may be longer than
+/// a channel name may.
+macro_rules! changes_channel {
+    () => {
+        "'managed_agents_changes_' || left(md5(current_schema()), 16)"
+    };
+}
+pub(crate) use changes_channel;
+
 /// A value bound to a statement.
 #[derive(Debug, Clone)]
 pub(crate) enum Arg {
@@ -216,6 +226,22 @@ impl Database {
             Self::Sqlite(_) => Dialect::Sqlite,
             #[cfg(feature = "postgres")]
             Self::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Forwards the `NOTIFY`s of this schema's changes (other processes' too) to `changes`, from a task of its own
+    /// holding a connection of the pool (PostgreSQL; nothing on SQLite, whose other processes cannot be heard, or
+    /// outside a tokio runtime).
+    pub(crate) fn listen_for_changes(&self, changes: tokio::sync::broadcast::WeakSender<std::sync::Arc<str>>) {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(_) => drop(changes),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(pool) => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(postgres::forward_changes(pool.clone(), changes));
+                }
+            }
         }
     }
 

@@ -95,3 +95,25 @@ pub(crate) fn is_plain_identifier(name: &str) -> bool {
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
+
+/// Forwards the change notices of this pool's schema to `changes` until the pool closes or the store is gone
+/// (noticed at the next notice). A lost connection is reconnected by the listener; notices sent meanwhile are
+/// missed, which readers' polling covers.
+pub(crate) async fn forward_changes(pool: PgPool, changes: tokio::sync::broadcast::WeakSender<std::sync::Arc<str>>) {
+    let listening = async {
+        let channel: String =
+            sqlx::query_scalar(concat!("SELECT ", super::changes_channel!())).fetch_one(&pool).await?;
+        let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
+        listener.listen(&channel).await?;
+        loop {
+            let notice = listener.recv().await?;
+            let Some(changes) = changes.upgrade() else { return Ok::<(), sqlx::Error>(()) };
+            let _ = changes.send(std::sync::Arc::from(notice.payload()));
+        }
+    };
+    if let Err(error) = listening.await
+        && !matches!(error, sqlx::Error::PoolClosed)
+    {
+        tracing::warn!(%error, "stopped listening for changes: readers poll");
+    }
+}
