@@ -53,7 +53,7 @@
 //! | `GET /api/conversations` | conversations, filtered by `status`, `provider`, `metadata.KEY`, paged by `cursor` |
 //! | `GET /api/conversations/{id}` | one conversation: its record, waiting approvals, inbox messages, newest journal entries |
 //! | `GET /api/conversations/{id}/journal` | its journal entries after or before an entry number |
-//! | `GET /api/conversations/{id}/events` | its journal live, as server-sent events (resumes from `Last-Event-ID`) |
+//! | `GET /api/conversations/{id}/events` | its journal and record live, as server-sent events (resumes from `Last-Event-ID`) |
 //! | `GET /api/approvals` | every call waiting for a person |
 //! | `POST /api/conversations/{id}/approvals/{tool_use_id}` | allow or deny a waiting call |
 //! | `POST /api/conversations/{id}/messages` | enqueue a message for the conversation |
