@@ -1,7 +1,9 @@
 //! `managed-agents serve`: the operator console (`managed-agents-console`) on a store of conversations — the
 //! SQLite file the other commands use, another SQLite file, or a PostgreSQL database — until SIGTERM or Ctrl-C.
-//! The token comes from MANAGED_AGENTS_CONSOLE_TOKEN only (a flag would show in the process list).
+//! The token comes from MANAGED_AGENTS_CONSOLE_TOKEN only (a flag would show in the process list). A signal ends
+//! the live feeds and gives requests in flight a few seconds; a second one quits at once.
 
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -12,8 +14,11 @@ use managed_agents_host::Operator;
 use managed_agents_store::{PostgresStore, SqliteStore};
 
 use crate::conversations::open_store;
-use crate::outcome::{EXIT_COMPLETED, Hinted, UsageError};
+use crate::outcome::{EXIT_COMPLETED, EXIT_INTERRUPTED, Hinted, UsageError};
 use crate::signals::StopSignals;
+
+/// How long requests in flight get to finish after SIGTERM or Ctrl-C.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The console's settings from the command line.
 pub struct Settings {
@@ -57,6 +62,28 @@ pub async fn run(settings: Settings) -> Result<u8, BoxError> {
         if console.is_read_only() { ", read-only," } else { "" }
     );
     let mut signals = StopSignals::listen();
-    axum::serve(listener, console.router()).with_graceful_shutdown(async move { signals.next().await }).await?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = axum::serve(listener, console.router())
+        .with_graceful_shutdown(async move {
+            let _ = stopped.await;
+        })
+        .into_future();
+    tokio::pin!(serving);
+    tokio::select! {
+        served = &mut serving => served?,
+        () = signals.next() => {
+            // Live feeds end, requests in flight get a few seconds; a second signal quits at once.
+            console.shutdown();
+            let _ = stop.send(());
+            tokio::select! {
+                served = tokio::time::timeout(SHUTDOWN_GRACE, &mut serving) => {
+                    if let Ok(served) = served {
+                        served?;
+                    }
+                }
+                () = signals.next() => return Ok(EXIT_INTERRUPTED),
+            }
+        }
+    }
     Ok(EXIT_COMPLETED)
 }

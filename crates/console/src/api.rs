@@ -45,7 +45,7 @@ pub(crate) fn routes(console: Console) -> Router {
         .route("/assets/console.js", get(page::script))
         .route("/assets/console.css", get(page::style))
         .merge(guarded)
-        .fallback(page::not_found)
+        // No fallback of its own: an application that mounts the console keeps its own for its unknown paths.
         .layer(middleware::from_fn(page::headers))
         .with_state(console)
 }

@@ -30,6 +30,8 @@ pub(crate) struct Sessions(Mutex<HashMap<String, BrowserSession>>);
 
 #[derive(Clone)]
 pub(crate) struct BrowserSession {
+    /// The session id (the cookie's value).
+    pub(crate) id: String,
     pub(crate) csrf: String,
     started: Instant,
 }
@@ -38,7 +40,7 @@ impl Sessions {
     /// A new session; returns its id.
     pub(crate) fn start(&self) -> Result<String, Problem> {
         let id = random_hex()?;
-        let session = BrowserSession { csrf: random_hex()?, started: Instant::now() };
+        let session = BrowserSession { id: id.clone(), csrf: random_hex()?, started: Instant::now() };
         let mut sessions = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         sessions.retain(|_, session| session.started.elapsed() < SESSION_LIFETIME);
         if sessions.len() >= MAX_SESSIONS
@@ -60,6 +62,11 @@ impl Sessions {
             }
         }
         found
+    }
+
+    /// Whether session `id` is still signed in (not signed out, not expired).
+    pub(crate) fn alive(&self, id: &str) -> bool {
+        self.find(id).is_some()
     }
 
     fn end(&self, id: &str) {
@@ -90,6 +97,14 @@ pub(crate) enum Caller {
 }
 
 impl Caller {
+    /// The browser session's id, if the caller is a browser.
+    pub(crate) fn session_id(&self) -> Option<&str> {
+        match self {
+            Self::Bearer => None,
+            Self::Browser(session) => Some(&session.id),
+        }
+    }
+
     /// The CSRF token the page embeds (a browser's), if any.
     pub(crate) fn csrf(&self) -> Option<&str> {
         match self {
@@ -124,16 +139,17 @@ fn caller(console: &Console, headers: &HeaderMap) -> Option<Caller> {
     console.inner.sessions.find(session).map(Caller::Browser)
 }
 
-/// Whether the request's `Origin` (and `Sec-Fetch-Site`, where the browser sends it) says it comes from the
-/// console's own pages. A request that sends neither passes: browsers send `Origin` on every cross-site POST.
-pub(crate) fn same_origin(headers: &HeaderMap) -> bool {
-    if let Some(site) = headers.get("sec-fetch-site").and_then(|value| value.to_str().ok())
-        && !matches!(site, "same-origin" | "none")
-    {
-        return false;
+/// Whether a browser's request comes from the console's own pages. `Sec-Fetch-Site`, which every current
+/// browser sends and no page can forge, decides when present (so a console behind a proxy that rewrites `Host`
+/// works); else an `Origin` must name the host the request was sent to (`authority`: the `Host` header, or the
+/// request's authority over HTTP/2). A request that sends neither passes: browsers send one of them on every
+/// cross-site POST.
+pub(crate) fn same_origin(headers: &HeaderMap, authority: Option<&str>) -> bool {
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return matches!(site.to_str(), Ok("same-origin" | "none"));
     }
     let Some(origin) = headers.get(header::ORIGIN) else { return true };
-    let host = headers.get(header::HOST).and_then(|value| value.to_str().ok());
+    let host = headers.get(header::HOST).and_then(|value| value.to_str().ok()).or(authority);
     let origin = origin.to_str().ok().and_then(|origin| origin.split_once("://").map(|(_, rest)| rest));
     matches!((origin, host), (Some(origin), Some(host)) if origin == host)
 }
@@ -155,7 +171,8 @@ pub(crate) async fn guard(State(console): State<Console>, mut request: Request, 
     if changes {
         if let Caller::Browser(session) = &caller {
             let sent = headers.get(CSRF_HEADER).and_then(|value| value.to_str().ok()).unwrap_or_default();
-            if !same(sent, &session.csrf) || !same_origin(headers) {
+            let authority = request.uri().authority().map(|authority| authority.as_str());
+            if !same(sent, &session.csrf) || !same_origin(headers, authority) {
                 return Problem::new(StatusCode::FORBIDDEN, "csrf", "the request did not come from the console's page")
                     .into_response();
             }
@@ -177,10 +194,11 @@ pub(crate) struct SignIn {
 /// `POST /login`: the token right, a session cookie and the page; wrong, the form again.
 pub(crate) async fn sign_in(
     State(console): State<Console>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     axum::Form(form): axum::Form<SignIn>,
 ) -> Response {
-    if !same_origin(&headers) {
+    if !same_origin(&headers, uri.authority().map(|authority| authority.as_str())) {
         return Problem::new(StatusCode::FORBIDDEN, "csrf", "sign in from the console's own page").into_response();
     }
     if !same(form.token.trim(), console.inner.token.expose()) {
@@ -222,13 +240,23 @@ mod tests {
     fn an_origin_must_be_the_host() {
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
-        assert!(same_origin(&headers), "no Origin: not a cross-site browser request");
+        assert!(same_origin(&headers, None), "no Origin: not a cross-site browser request");
         headers.insert(header::ORIGIN, "http://127.0.0.1:8080".parse().unwrap());
-        assert!(same_origin(&headers));
+        assert!(same_origin(&headers, None));
         headers.insert(header::ORIGIN, "http://evil.test".parse().unwrap());
-        assert!(!same_origin(&headers));
+        assert!(!same_origin(&headers, None));
         headers.insert(header::ORIGIN, "http://127.0.0.1:8080".parse().unwrap());
         headers.insert("sec-fetch-site", "cross-site".parse().unwrap());
-        assert!(!same_origin(&headers));
+        assert!(!same_origin(&headers, None), "the browser's word decides");
+        // Behind a proxy that rewrites Host, the browser's word is enough.
+        headers.insert(header::ORIGIN, "https://console.example".parse().unwrap());
+        headers.insert("sec-fetch-site", "same-origin".parse().unwrap());
+        assert!(same_origin(&headers, None));
+        // Over HTTP/2 there is no Host header: the request's authority counts.
+        let mut h2 = HeaderMap::new();
+        h2.insert(header::ORIGIN, "http://127.0.0.1:8080".parse().unwrap());
+        assert!(same_origin(&h2, Some("127.0.0.1:8080")));
+        assert!(!same_origin(&h2, Some("127.0.0.1:9090")));
+        assert!(!same_origin(&h2, None));
     }
 }

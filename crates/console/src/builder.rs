@@ -33,6 +33,8 @@ pub(crate) struct ConsoleState {
     pub(crate) read_only: bool,
     pub(crate) feed_poll: Duration,
     pub(crate) sessions: Sessions,
+    /// Set by [`Console::shutdown`]: every live feed ends.
+    pub(crate) shutdown: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for Console {
@@ -62,6 +64,13 @@ impl Console {
     /// the root of a router of its own origin (its cookie and its CSRF checks are per origin).
     pub fn router(&self) -> Router {
         crate::api::routes(self.clone())
+    }
+
+    /// Ends every live feed (their event streams close) and every feed opened after: a server's graceful shutdown
+    /// then need not wait for the browsers that follow a conversation (their pages reconnect to a server that
+    /// is still, or again, running). The other routes keep answering.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
     }
 
     /// Whether the console refuses every change.
@@ -117,6 +126,7 @@ impl ConsoleBuilder {
             read_only: self.read_only,
             feed_poll: self.feed_poll,
             sessions: Sessions::default(),
+            shutdown: tokio::sync::watch::Sender::new(false),
         };
         Ok(Console { inner: Arc::new(state) })
     }

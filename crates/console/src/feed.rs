@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
@@ -21,8 +22,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use managed_agents_core::journal::Journal;
 use serde::Deserialize;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
+use crate::auth::Caller;
 use crate::builder::Console;
 use crate::problem::Problem;
 use crate::views;
@@ -43,9 +45,14 @@ struct Feed {
     /// The record's last `(status, updated_at_ms)` sent.
     shown: Option<(String, i64)>,
     ready: VecDeque<Event>,
-    first: bool,
-    /// The store's notices of appends, when it has them.
+    /// Look again without waiting: the first look, and after a full page of entries.
+    look_now: bool,
+    /// The store's notices of changes, when it has them.
     notices: Option<broadcast::Receiver<Arc<str>>>,
+    /// The browser session the feed serves, if a browser opened it: the feed ends when it does.
+    session: Option<String>,
+    /// Set when the console shuts down: the feed ends.
+    shutdown: watch::Receiver<bool>,
 }
 
 /// `GET /api/conversations/{id}/events`.
@@ -53,6 +60,7 @@ pub(crate) async fn events(
     State(console): State<Console>,
     Path(external_id): Path<String>,
     query: Result<Query<FeedQuery>, QueryRejection>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Problem> {
     let Query(query) = query.map_err(crate::api::refused)?;
@@ -69,16 +77,30 @@ pub(crate) async fn events(
     }
     // Listening before the first read, so that no append falls between the two.
     let notices = store.changes();
-    let feed = Feed { console, external_id, after, shown: None, ready: VecDeque::new(), first: true, notices };
+    let session = caller.session_id().map(str::to_string);
+    let shutdown = console.inner.shutdown.subscribe();
+    let feed = Feed {
+        console,
+        external_id,
+        after,
+        shown: None,
+        ready: VecDeque::new(),
+        look_now: true,
+        notices,
+        session,
+        shutdown,
+    };
     let stream = futures_util::stream::unfold(feed, |mut feed| async move {
         loop {
             if let Some(event) = feed.ready.pop_front() {
                 return Some((Ok(event), feed));
             }
-            if !feed.first {
+            if !std::mem::take(&mut feed.look_now) {
                 feed.wait().await;
             }
-            feed.first = false;
+            if !feed.open() {
+                return None;
+            }
             feed.look().await;
         }
     });
@@ -86,6 +108,12 @@ pub(crate) async fn events(
 }
 
 impl Feed {
+    /// Whether the feed goes on: the console is not shutting down, and its browser session is still signed in.
+    fn open(&self) -> bool {
+        let sessions = &self.console.inner.sessions;
+        !*self.shutdown.borrow() && self.session.as_deref().is_none_or(|session| sessions.alive(session))
+    }
+
     /// Reads what is new: the entries after the last one sent, then the record when it changed. The record is read
     /// first and sent last: a request's entries are written before its record is saved, so every entry the record
     /// reflects is sent before it. A store that fails is said in an `error` event, and read again at the next look.
@@ -99,6 +127,8 @@ impl Feed {
         if let Some(journal) = store.journal() {
             match read(journal, &self.external_id, self.after).await {
                 Ok(entries) => {
+                    // A full page: there may be more, read at once.
+                    self.look_now = entries.len() == FEED_PAGE;
                     for entry in entries {
                         self.after = entry.seq;
                         let data = serde_json::to_value(&entry).unwrap_or_default();
@@ -121,7 +151,14 @@ impl Feed {
     /// poll interval passes.
     async fn wait(&mut self) {
         let poll = tokio::time::sleep(self.console.inner.feed_poll);
-        let Some(notices) = &mut self.notices else { return poll.await };
+        let Some(notices) = &mut self.notices else {
+            let shutdown = self.shutdown.wait_for(|stopping| *stopping);
+            tokio::select! {
+                () = poll => {}
+                _ = shutdown => {}
+            }
+            return;
+        };
         let external_id = self.external_id.as_str();
         let announced = async {
             loop {
@@ -133,8 +170,10 @@ impl Feed {
                 }
             }
         };
+        let shutdown = self.shutdown.wait_for(|stopping| *stopping);
         tokio::select! {
             () = poll => {}
+            _ = shutdown => {}
             open = announced => {
                 if !open {
                     self.notices = None;

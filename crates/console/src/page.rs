@@ -48,24 +48,17 @@ pub(crate) async fn style() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE).into_response()
 }
 
-/// Unknown paths.
-pub(crate) async fn not_found() -> Response {
-    crate::problem::Problem::not_found("no such page").into_response()
-}
-
-/// Adds the security headers to every answer; answers of the API are not to be cached.
+/// Adds the security headers to every answer; only the static files may be kept (and revalidated): the page
+/// holds its session's CSRF token, the API what the store holds.
 pub(crate) async fn headers(request: Request, next: Next) -> Response {
-    let api = request.uri().path().starts_with("/api/");
+    let asset = request.uri().path().starts_with("/assets/");
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(POLICY));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    if api || headers.contains_key(header::SET_COOKIE) {
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    } else {
-        headers.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-cache"));
-    }
+    let cache = if asset { "no-cache" } else { "no-store" };
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
     response
 }

@@ -127,10 +127,16 @@ async fn a_wrong_sign_in_is_refused_and_a_right_one_starts_a_strict_http_only_se
     let (cookie, csrf) = client.sign_in().await;
     let browser = Auth::Browser { cookie: cookie.clone(), csrf: Some(csrf), origin: None };
     assert_eq!(client.get("/api/conversations", &browser).await.status, StatusCode::OK);
-    // Signing out ends the session.
+    // A conversation followed with the session (its first message waits in the inbox).
+    let answer = client.post_json("/api/conversations/s1/messages", &bearer(), json!({"text": "hello"})).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED);
+    let mut feed = Feed::new(client.open(Method::GET, "/api/conversations/s1/events", &browser, None).await);
+    feed.next().await;
+    // Signing out ends the session, and the feeds it opened.
     let out = client.send(Method::POST, "/logout", &browser, None).await;
     assert_eq!(out.status, StatusCode::SEE_OTHER);
     assert_eq!(client.get("/api/conversations", &browser).await.status, StatusCode::UNAUTHORIZED);
+    feed.ended().await;
 }
 
 async fn a_browsers_changes_need_its_csrf_token_and_its_own_origin(kind: StoreKind) {

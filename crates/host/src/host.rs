@@ -148,10 +148,13 @@ impl Host {
         }
     }
 
-    /// An [`Operator`] on this host's store whose answers and messages wake this host's workers at once.
+    /// An [`Operator`] on this host's store whose answers and messages wake this host's workers at once. It takes
+    /// leases under a name of its own (this host's, with `-operator`): a lease is re-entrant for its holder, and
+    /// an operator must never take over a request this host runs.
     pub fn operator(&self) -> Operator {
         let inner = &self.inner;
-        Operator::sharing(Arc::clone(&inner.store), Arc::clone(&inner.signals), inner.holder.clone())
+        let holder = format!("{}-operator", inner.holder);
+        Operator::sharing(Arc::clone(&inner.store), Arc::clone(&inner.signals), holder)
     }
 
     /// The approvals conversation `external_id` waits on, oldest first, each with its answer once given (an

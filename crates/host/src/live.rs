@@ -202,6 +202,8 @@ impl Host {
             Ok(Next::Deferred(request)) => return (None, self.detach_deferred(attached, request).await),
             Ok(Next::Ended) => {
                 record.last_error = Some("the live session ended".to_string());
+                attached.journal.outcome(&Err(Error::Closed));
+                attached.journal.flush().await;
                 self.detach(attached, ConversationStatus::Failed).await;
                 return (None, Err(Error::Closed));
             }
@@ -229,8 +231,10 @@ impl Host {
 
     /// A deferred call ends the attachment: the request is stored, the conversation waits for its answer.
     async fn detach_deferred(&self, attached: Attached, request: ApprovalRequest) -> Result<SessionResult, Error> {
-        let Attached { handle, lease, mut record, .. } = attached;
+        let Attached { handle, lease, mut record, journal, .. } = attached;
         handle.close().await;
+        // The deferral is in the journal before the record says the conversation waits.
+        journal.flush().await;
         let external_id = record.external_id.clone();
         let saved = async {
             self.store().put_approval(&external_id, &request).await?;

@@ -69,17 +69,19 @@ impl Operator {
     }
 
     async fn decide(&self, external_id: &str, tool_use_id: &str, decision: Decision) -> Result<(), Error> {
-        let answered = self
-            .store
-            .approvals(external_id)
-            .await?
-            .into_iter()
-            .find(|stored| stored.request.tool_use.id == tool_use_id && stored.decision.is_some());
+        let answer = |approvals: Vec<StoredApproval>| {
+            approvals.into_iter().find(|stored| stored.request.tool_use.id == tool_use_id).and_then(|s| s.decision)
+        };
+        let before = answer(self.store.approvals(external_id).await?);
         if !self.store.decide(external_id, tool_use_id, &decision).await? {
             return Err(Error::not_found("approval", format!("{external_id}/{tool_use_id}")));
         }
-        if answered.is_none() {
-            let data = journal::decided(tool_use_id, &decision);
+        // The journal says the answer that took effect (the first one given: two people answering at once both
+        // write that one).
+        if before.is_none()
+            && let Some(kept) = answer(self.store.approvals(external_id).await?)
+        {
+            let data = journal::decided(tool_use_id, &kept);
             journal::append(&*self.store, external_id, EntryKind::ApprovalDecided, &data).await;
         }
         // Answered: a worker may resume the conversation now.

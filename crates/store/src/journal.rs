@@ -27,6 +27,11 @@ static APPEND: Sql = Sql {
         ", $1)) SELECT e.seq, e.at_ms FROM e, n"
     ),
 };
+/// Makes a conversation's appends commit one after the other, in the order of their numbers: numbers are handed
+/// out when a row is inserted but seen when it commits, so two appends committing the other way round would let a
+/// reader that already read the larger number pass over the smaller one for good. PostgreSQL: a lock on the
+/// conversation until the transaction ends; SQLite writes one transaction at a time anyway (nothing).
+static SERIALIZE_APPENDS: Sql = Sql { sqlite: "", postgres: "SELECT pg_advisory_xact_lock(hashtext($1))" };
 const ENTRY_COLS: &[Col] = &[Col::Int, Col::Text, Col::Text, Col::Text, Col::Int];
 static AFTER: Sql = sql!(
     "SELECT seq, external_id, kind, data, at_ms FROM conversation_journal "
@@ -59,9 +64,15 @@ impl Journal for SqlStore {
     async fn append(&self, external_id: &str, kind: EntryKind, data: &Value) -> Result<JournalEntry, Error> {
         const OPERATION: &str = "journal_append";
         let encoded = encode(OPERATION, data)?;
+        let mut transaction = self.db.begin(OPERATION).await?;
+        let lock = self.sql(&SERIALIZE_APPENDS);
+        if !lock.is_empty() {
+            transaction.execute(OPERATION, lock, args![external_id]).await?;
+        }
         let values = args![external_id, kind.as_str(), encoded];
-        let row = self.db.fetch_optional(OPERATION, self.sql(&APPEND), values, &[Col::Int, Col::Int]).await?;
-        let row = row.ok_or_else(|| missing(OPERATION, "journal entry number"))?;
+        let rows = transaction.fetch(OPERATION, self.sql(&APPEND), values, &[Col::Int, Col::Int]).await?;
+        transaction.commit(OPERATION).await?;
+        let row = rows.into_iter().next().ok_or_else(|| missing(OPERATION, "journal entry number"))?;
         let seq = row.int(0).ok_or_else(|| missing(OPERATION, "journal entry number"))?;
         let at_ms = row.int(1).ok_or_else(|| missing(OPERATION, "journal entry time"))?;
         self.announce(external_id);

@@ -59,8 +59,23 @@ fn serve_shows_the_conversations_run_keeps_and_stops_on_sigterm() {
     assert_eq!(kinds.last(), Some(&"reply"), "{journal}");
     assert_eq!(journal["entries"][0]["data"]["text"], "Hello console");
 
+    // A browser following the conversation does not keep the console from stopping.
+    let mut feed = TcpStream::connect(address).unwrap();
+    write!(
+        feed,
+        "GET /api/conversations/{id}/events HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    feed.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the console did not stop with a feed open");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert!(!text(&output.stderr).contains(TOKEN), "the token is never printed");

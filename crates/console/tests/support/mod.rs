@@ -348,6 +348,19 @@ impl Feed {
         }
     }
 
+    /// Waits (within [`PATIENCE`]) for the server to end the stream, passing over what comes before.
+    pub async fn ended(&mut self) {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            match tokio::time::timeout_at(deadline, self.body.frame()).await {
+                Err(_) => panic!("the feed did not end"),
+                Ok(None) => return,
+                Ok(Some(Err(error))) => panic!("the feed broke: {error}"),
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+    }
+
     /// The next `conversation` event whose record has `status` (passing over the rest): its record.
     pub async fn until_status(&mut self, status: &str) -> Value {
         let deadline = tokio::time::Instant::now() + PATIENCE;

@@ -97,23 +97,42 @@ pub(crate) fn is_plain_identifier(name: &str) -> bool {
 }
 
 /// Forwards the change notices of this pool's schema to `changes` until the pool closes or the store is gone
-/// (noticed at the next notice). A lost connection is reconnected by the listener; notices sent meanwhile are
-/// missed, which readers' polling covers.
+/// (noticed at the next notice, or at the next reconnection). A lost connection is reconnected (by the listener,
+/// then here with a growing pause up to half a minute when the database stays away); notices sent meanwhile are
+/// missed, which readers' polling covers. Holds one connection of the pool while it listens.
 pub(crate) async fn forward_changes(pool: PgPool, changes: tokio::sync::broadcast::WeakSender<std::sync::Arc<str>>) {
-    let listening = async {
-        let channel: String =
-            sqlx::query_scalar(concat!("SELECT ", super::changes_channel!())).fetch_one(&pool).await?;
-        let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
-        listener.listen(&channel).await?;
-        loop {
-            let notice = listener.recv().await?;
-            let Some(changes) = changes.upgrade() else { return Ok::<(), sqlx::Error>(()) };
-            let _ = changes.send(std::sync::Arc::from(notice.payload()));
+    let mut failures = 0u32;
+    loop {
+        if pool.is_closed() || changes.upgrade().is_none() {
+            return;
         }
-    };
-    if let Err(error) = listening.await
-        && !matches!(error, sqlx::Error::PoolClosed)
-    {
-        tracing::warn!(%error, "stopped listening for changes: readers poll");
+        match listen(&pool, &changes, &mut failures).await {
+            Ok(()) | Err(sqlx::Error::PoolClosed) => return,
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                if failures == 1 {
+                    tracing::warn!(%error, "lost the change notices: readers poll until they are back");
+                }
+                let pause = Duration::from_secs(1u64 << failures.min(5)).min(Duration::from_secs(30));
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+}
+
+/// Listens on this schema's channel and forwards each notice; `Ok` once the store is gone.
+async fn listen(
+    pool: &PgPool,
+    changes: &tokio::sync::broadcast::WeakSender<std::sync::Arc<str>>,
+    failures: &mut u32,
+) -> Result<(), sqlx::Error> {
+    let channel: String = sqlx::query_scalar(concat!("SELECT ", super::changes_channel!())).fetch_one(pool).await?;
+    let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;
+    listener.listen(&channel).await?;
+    *failures = 0;
+    loop {
+        let notice = listener.recv().await?;
+        let Some(changes) = changes.upgrade() else { return Ok(()) };
+        let _ = changes.send(std::sync::Arc::from(notice.payload()));
     }
 }
